@@ -1,0 +1,28 @@
+# Thin wrapper around CMake (docs/building.md). `make run` and `make test` install missing
+# dependencies first through scripts/install-deps.sh.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps configure build run test clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure:
+	@cmake -S . -B $(BUILD) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: deps
+	@$(MAKE) --no-print-directory build
+	@bash scripts/run-default.sh $(BUILD)
+
+test: deps
+	@$(MAKE) --no-print-directory build
+	@cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+clean:
+	@rm -rf $(BUILD)

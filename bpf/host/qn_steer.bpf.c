@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * qn_steer.bpf.c - XDP on every host veth: RoCEv2 (UDP 4791, including malformed ones, which
+ * the engine counts), signal packets (BTS 4793, postcards 4792) and PFC/PAUSE frames go to the
+ * AF_XDP socket bound on the receiving queue; everything else (ARP, ping, TCP) goes to the
+ * kernel. With no socket on the queue the frame is passed and counted.
+ */
+#include "bpf_common.h"
+#include "parse.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} qn_xsks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, QN_STEER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} qn_steer_stats SEC(".maps");
+
+static __always_inline void qn_steer_count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&qn_steer_stats, &which);
+
+	if (c)
+		(*c)++;
+}
+
+/* Return: 1 when the frame belongs to the engine. */
+static __always_inline int qn_is_engine_frame(const struct qn_pkt *p)
+{
+	if (p->cls == QN_CLASS_PFC)
+		return 1;
+	if (p->eth_proto != QN_ETH_P_IPV4 || p->is_frag || p->proto != IPPROTO_UDP_NUM)
+		return 0;
+	return p->dport == QN_ROCE_UDP_PORT || p->dport == QN_BTS_UDP_PORT ||
+	       p->dport == QN_POSTCARD_UDP_PORT;
+}
+
+SEC("xdp")
+int qn_xdp_steer(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct qn_pkt p;
+	long ret;
+
+	qn_parse(data, data_end, (__u32)(data_end - data), &p);
+	if (!qn_is_engine_frame(&p)) {
+		qn_steer_count(QN_STEER_PASS);
+		return XDP_PASS;
+	}
+	ret = bpf_redirect_map(&qn_xsks, ctx->rx_queue_index, XDP_PASS);
+	qn_steer_count(ret == XDP_REDIRECT ? QN_STEER_XSK : QN_STEER_NO_XSK);
+	return ret;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

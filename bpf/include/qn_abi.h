@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * qn_abi.h - the wire and map contract shared by quench's BPF programs and its C++ code.
+ *
+ * Every number that crosses the BPF/C++ boundary is defined here once: UDP ports, opcodes,
+ * DSCP/priority values, HTB class ids, map key/value layouts and drop reasons. C++ pins every
+ * layout with static_assert (userspace/common/abi.h). Multi-byte fields in map values are in
+ * host byte order unless the name ends in _be; MAC addresses are in wire order.
+ *
+ * Units: rates in bit/s, sizes in bytes, times in nanoseconds. A field named *_wall_ns is
+ * wall-clock time (already multiplied by the dilation factor D at load time); every other time
+ * field is fabric time (docs/units.md).
+ */
+#ifndef QN_ABI_H
+#define QN_ABI_H
+
+#ifdef __bpf__
+/* vmlinux.h provides __u8..__u64 for BPF programs. */
+#else
+#include <linux/types.h>
+#endif
+
+/* ---- sizes and bounds ---- */
+#define QN_MAX_PORTS 32       /* ports per switch (array map sizes) */
+#define QN_MAX_NEXTHOPS 8     /* ECMP fan-out per forwarding entry; a power of two */
+#define QN_MAX_ROUTES 4096    /* forwarding entries per switch */
+#define QN_VLAN_MAX_DEPTH 2   /* 802.1Q / 802.1ad tags the parser walks */
+#define QN_DEFAULT_MTU 2048   /* path MTU (IP MTU of every link), docs/units.md */
+
+/* ---- EtherTypes ---- */
+#define QN_ETH_P_IPV4 0x0800
+#define QN_ETH_P_ARP 0x0806
+#define QN_ETH_P_8021Q 0x8100
+#define QN_ETH_P_8021AD 0x88A8
+#define QN_ETH_P_IPV6 0x86DD
+#define QN_ETH_P_MAC_CONTROL 0x8808 /* 802.3x / 802.1Qbb PAUSE */
+#define QN_PFC_OPCODE 0x0101        /* 802.1Qbb priority-based flow control */
+#define QN_PAUSE_OPCODE 0x0001      /* 802.3x link-level PAUSE */
+
+/* ---- UDP ports (common.md §1, sfc.md §5, pbfs.md §5) ---- */
+#define QN_ROCE_UDP_PORT 4791      /* RoCEv2 */
+#define QN_POSTCARD_UDP_PORT 4792  /* PB-FS CC-postcard */
+#define QN_BTS_UDP_PORT 4793       /* SFC back-to-sender signal */
+#define QN_ROCE_SPORT_BASE 0xC000  /* sender QPN encoded as 0xC000 | (qp & 0x3FFF) */
+
+/* ---- BTH opcodes (common.md §1.2, ldcp.md §5) ---- */
+#define QN_OP_RC_SEND_FIRST 0x00
+#define QN_OP_RC_SEND_MIDDLE 0x01
+#define QN_OP_RC_SEND_LAST 0x02
+#define QN_OP_RC_SEND_ONLY 0x04
+#define QN_OP_RC_WRITE_FIRST 0x06
+#define QN_OP_RC_WRITE_ONLY 0x0A
+#define QN_OP_RC_ACK 0x11
+#define QN_OP_RC_ATOMIC_ACK 0x12
+#define QN_OP_CNP 0x81
+#define QN_OP_LDCP_ACK 0xC0
+
+/* ---- header sizes ---- */
+#define QN_ETH_HLEN 14
+#define QN_IPV4_HLEN 20
+#define QN_UDP_HLEN 8
+#define QN_BTH_LEN 12
+#define QN_AETH_LEN 4
+#define QN_ICRC_LEN 4
+/* RoCEv2 per-packet overhead on the wire without ICRC: Eth + IPv4 + UDP + BTH */
+#define QN_ROCE_HDR_LEN (QN_ETH_HLEN + QN_IPV4_HLEN + QN_UDP_HLEN + QN_BTH_LEN)
+/* Bytes HTB charges per packet beyond the Ethernet header+payload: preamble 8 + IFG 12 + FCS 4. */
+#define QN_WIRE_OVERHEAD 24
+/* Minimum wire footprint of a frame (64 B minimum frame + preamble + IFG). */
+#define QN_WIRE_MPU 84
+
+/* ---- DSCP, priorities, traffic classes ---- */
+#define QN_DSCP_DATA 26      /* RoCE data (PFC priority 3) */
+#define QN_DSCP_CONTROL 48   /* CNP, ACK, BTS, postcards (priority 6) */
+#define QN_PRIO_DATA 3
+#define QN_PRIO_CONTROL 6
+/* HTB on every switch egress port: root 1:, parent 1:1, control 1:10 (prio 0), data 1:20 (prio 1).
+ * The clsact egress program writes the full class id into skb->priority. */
+#define QN_HTB_HANDLE 0x00010000u
+#define QN_HTB_CLASS_PARENT 0x00010001u
+#define QN_HTB_CLASS_CONTROL 0x00010010u
+#define QN_HTB_CLASS_DATA 0x00010020u
+
+/* ---- port roles ---- */
+enum qn_port_role {
+	QN_ROLE_HOST = 1,   /* faces a host: drops BTS, postcards and PFC frames from it */
+	QN_ROLE_SWITCH = 2, /* faces another switch */
+};
+
+/* ---- verdict/drop reasons (decoded by userspace/common/abi.cc qn_drop_reason_name) ---- */
+enum qn_drop_reason {
+	QN_DROP_NONE = 0,
+	QN_DROP_TRUNCATED = 1,      /* frame shorter than the headers it announces */
+	QN_DROP_NOT_IPV4 = 2,       /* ARP, IPv6, LLDP...: this switch routes IPv4 only */
+	QN_DROP_BAD_IP = 3,         /* IPv4 version/IHL/total length inconsistent */
+	QN_DROP_TTL = 4,            /* TTL would reach 0 */
+	QN_DROP_NO_ROUTE = 5,       /* no forwarding entry for the destination */
+	QN_DROP_UNKNOWN_PORT = 6,   /* ingress ifindex not in qn_ports */
+	QN_DROP_HOST_BTS = 7,       /* BTS arriving from a host */
+	QN_DROP_HOST_POSTCARD = 8,  /* postcard arriving from a host */
+	QN_DROP_HOST_PFC = 9,       /* PFC/PAUSE frame arriving from a host */
+	QN_DROP_MALFORMED_ROCE = 10,/* UDP 4791 without a full BTH */
+	QN_DROP_VLAN_DEPTH = 11,    /* more than QN_VLAN_MAX_DEPTH tags */
+	QN_DROP_PFC_FRAME = 12,     /* PFC from a switch: consumed (enforcement arrives with issue 4) */
+	QN_DROP_REDIRECT = 13,      /* bpf_redirect refused the egress ifindex */
+	QN_DROP_MAX = 14,
+};
+
+/* ---- packet classes, as the parser sees them ---- */
+enum qn_pkt_class {
+	QN_CLASS_OTHER = 0,   /* IPv4, not RoCE/signal (ping, TCP, fragments...) */
+	QN_CLASS_DATA = 1,    /* RoCEv2 data */
+	QN_CLASS_CONTROL = 2, /* RoCEv2 ACK/NAK/CNP/LDCP-ACK */
+	QN_CLASS_BTS = 3,
+	QN_CLASS_POSTCARD = 4,
+	QN_CLASS_PFC = 5,
+};
+
+/* ---- maps (all pinned under /sys/fs/bpf/quench/<topology>/<switch>/) ---- */
+
+/* qn_ports: key = ifindex (u32, in the switch namespace). One entry per switch port. */
+struct qn_port {
+	__u32 port_no;    /* 0..QN_MAX_PORTS-1, index into qn_port_stats */
+	__u32 role;       /* enum qn_port_role */
+	__u64 rate_bps;   /* fabric link rate */
+	__u32 mtu;        /* IP MTU */
+	__u8 mac[6];      /* this port's MAC */
+	__u8 pad[2];
+};
+
+/* qn_fib: LPM trie, key = {prefixlen, IPv4 address in network order}. */
+struct qn_fib_key {
+	__u32 prefixlen;
+	__u32 addr_be;
+};
+
+struct qn_nexthop {
+	__u32 ifindex;    /* egress port (validated inside the switch namespace) */
+	__u8 dmac[6];     /* neighbour MAC (host or next switch's port) */
+	__u8 smac[6];     /* egress port MAC */
+};
+
+struct qn_fib_val {
+	__u32 n_nexthops; /* 1..QN_MAX_NEXTHOPS: ECMP set */
+	struct qn_nexthop nh[QN_MAX_NEXTHOPS];
+};
+
+/* qn_port_stats: per-CPU array indexed by port_no; counts what entered on that port
+ * (rx_*), what left through it (tx_*, counted at forwarding time) and drops by reason. */
+struct qn_port_stats {
+	__u64 rx_pkts;
+	__u64 rx_bytes;
+	__u64 tx_pkts;
+	__u64 tx_bytes;
+	__u64 tx_ctrl_pkts;   /* packets classified into the control class at egress */
+	__u64 tx_data_pkts;   /* packets classified into the data class at egress */
+	__u64 rx_nonlinear;   /* frames whose headers were not in the linear area (pulled) */
+	__u64 drops[QN_DROP_MAX];
+};
+
+/* qn_cfg: load-time configuration in .rodata (set through the skeleton before load). */
+struct qn_cfg {
+	__u32 switch_id;      /* unique per topology; diagnostics and signal reporter ids */
+	__u32 ecmp_seed;      /* hash seed, distinct per switch to avoid ECMP polarisation */
+	__u32 dilation_milli; /* D x 1000; BPF converts bpf_ktime_get_ns() to fabric ns with it */
+	__u32 pad;
+};
+
+/* qn_steer_stats (host XDP steering): per-CPU array indexed by enum qn_steer_counter. */
+enum qn_steer_counter {
+	QN_STEER_XSK = 0,      /* redirected to the AF_XDP socket */
+	QN_STEER_PASS = 1,     /* passed to the kernel stack */
+	QN_STEER_NO_XSK = 2,   /* RoCE/signal/PFC but no socket bound on this queue: passed */
+	QN_STEER_MAX = 3,
+};
+
+#endif /* QN_ABI_H */

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * switch.h - the switch's forwarding pipeline (tc clsact ingress) and egress classification
+ * (tc clsact egress). Pipeline for this stage: parse -> port checks -> forwarding decision ->
+ * TTL -> MAC rewrite -> bpf_redirect to the egress port, whose HTB root qdisc is the queue.
+ */
+#ifndef QN_SWITCH_H
+#define QN_SWITCH_H
+
+#include "bpf_common.h"
+#include "qn_abi.h"
+#include "parse.h"
+#include "csum.h"
+#include "hash.h"
+#include "maps.h"
+
+const volatile struct qn_cfg qn_cfg = {};
+
+/*
+ * qn_skb_linearize - make the headers the parser needs linear and writable.
+ * Frames from AF_PACKET senders and GSO paths arrive non-linear; bpf_skb_pull_data() fails when
+ * asked for more than skb->len, so ask for at most the frame.
+ * Return: 0 on success, negative errno from the helper.
+ */
+static __always_inline int qn_skb_linearize(struct __sk_buff *skb)
+{
+	void *data = qn_skb_data(skb);
+	void *data_end = qn_skb_data_end(skb);
+	__u32 len = skb->len;
+
+	if (len >= QN_PARSE_MAX_HDR) {
+		if (data + QN_PARSE_MAX_HDR <= data_end)
+			return 0;
+		return bpf_skb_pull_data(skb, QN_PARSE_MAX_HDR);
+	}
+	/* len < QN_PARSE_MAX_HDR here: the verifier only accepts adding a bounded scalar to a
+	 * packet pointer, and this branch is what bounds it. */
+	if (data + len <= data_end)
+		return 0;
+	return bpf_skb_pull_data(skb, len);
+}
+
+static __always_inline void qn_count_drop(struct qn_port_stats *st, __u32 reason)
+{
+	if (reason < QN_DROP_MAX)
+		__sync_fetch_and_add(&st->drops[reason], 1);
+}
+
+static __always_inline void qn_orphan_drop(__u32 reason)
+{
+	__u64 *c = bpf_map_lookup_elem(&qn_orphan_drops, &reason);
+
+	if (c)
+		(*c)++;
+}
+
+/*
+ * qn_ingress_pipeline - run the forwarding pipeline on one frame entering a switch port.
+ * Return: TC_ACT_REDIRECT (forwarded) or TC_ACT_SHOT (dropped and counted).
+ */
+static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
+{
+	struct qn_port_stats *st;
+	struct qn_fib_key key;
+	struct qn_fib_val *fib;
+	struct qn_nexthop *nh;
+	struct qn_port *port;
+	struct qn_pkt p;
+	void *data, *data_end;
+	__u32 ifindex = skb->ingress_ifindex;
+	__u32 idx, n;
+	long ret;
+
+	port = bpf_map_lookup_elem(&qn_ports, &ifindex);
+	if (!port) {
+		qn_orphan_drop(QN_DROP_UNKNOWN_PORT);
+		return TC_ACT_SHOT;
+	}
+	idx = port->port_no;
+	st = bpf_map_lookup_elem(&qn_port_stats, &idx);
+	if (!st)
+		return TC_ACT_SHOT;
+	st->rx_pkts++;
+	st->rx_bytes += skb->len;
+
+	if (qn_skb_data(skb) + 14 + 20 > qn_skb_data_end(skb) && skb->len >= 14 + 20)
+		st->rx_nonlinear++;
+	if (qn_skb_linearize(skb) < 0) {
+		qn_count_drop(st, QN_DROP_TRUNCATED);
+		return TC_ACT_SHOT;
+	}
+	data = qn_skb_data(skb);
+	data_end = qn_skb_data_end(skb);
+	if (qn_parse(data, data_end, skb->len, &p)) {
+		qn_count_drop(st, p.drop);
+		return TC_ACT_SHOT;
+	}
+
+	/* Hosts cannot send switch signals or pause frames (DESIGN.md §3). */
+	if (port->role == QN_ROLE_HOST) {
+		__u32 reason = 0;
+
+		if (p.cls == QN_CLASS_BTS)
+			reason = QN_DROP_HOST_BTS;
+		else if (p.cls == QN_CLASS_POSTCARD)
+			reason = QN_DROP_HOST_POSTCARD;
+		else if (p.cls == QN_CLASS_PFC)
+			reason = QN_DROP_HOST_PFC;
+		if (reason) {
+			qn_count_drop(st, reason);
+			return TC_ACT_SHOT;
+		}
+	}
+	if (p.cls == QN_CLASS_PFC) {
+		qn_count_drop(st, QN_DROP_PFC_FRAME);
+		return TC_ACT_SHOT;
+	}
+
+	key.prefixlen = 32;
+	key.addr_be = p.daddr_be;
+	fib = bpf_map_lookup_elem(&qn_fib, &key);
+	if (!fib || fib->n_nexthops == 0) {
+		qn_count_drop(st, QN_DROP_NO_ROUTE);
+		return TC_ACT_SHOT;
+	}
+	n = fib->n_nexthops;
+	if (n > QN_MAX_NEXTHOPS)
+		n = QN_MAX_NEXTHOPS;
+	idx = n == 1 ? 0 : qn_flow_hash(&p, qn_cfg.ecmp_seed) % n;
+	/* idx < n <= QN_MAX_NEXTHOPS, but clang knows that too and drops any range check, while
+	 * the verifier cannot follow the modulo. Hide idx from the optimiser and mask it
+	 * (QN_MAX_NEXTHOPS is a power of two, so the mask never changes a valid index). */
+	asm volatile("" : "+r"(idx));
+	idx &= QN_MAX_NEXTHOPS - 1;
+	nh = &fib->nh[idx];
+
+	/* Re-derive pointers: qn_parse only read; bounds were proven against the same data_end. */
+	{
+		struct ethhdr *eth = data;
+		struct iphdr *ip;
+
+		if ((void *)(eth + 1) > data_end)
+			return TC_ACT_SHOT;
+		if (p.l3_off > QN_ETH_HLEN + 4 * QN_VLAN_MAX_DEPTH)
+			return TC_ACT_SHOT;
+		ip = data + p.l3_off;
+		if ((void *)(ip + 1) > data_end)
+			return TC_ACT_SHOT;
+		if (ip->ttl <= 1) {
+			qn_count_drop(st, QN_DROP_TTL);
+			return TC_ACT_SHOT;
+		}
+		qn_ip_decrease_ttl(ip);
+		__builtin_memcpy(eth->h_dest, nh->dmac, 6);
+		__builtin_memcpy(eth->h_source, nh->smac, 6);
+	}
+
+	ret = bpf_redirect(nh->ifindex, 0);
+	if (ret != TC_ACT_REDIRECT) {
+		qn_count_drop(st, QN_DROP_REDIRECT);
+		return TC_ACT_SHOT;
+	}
+	return TC_ACT_REDIRECT;
+}
+
+/*
+ * qn_egress_classify - put control packets (ACK/NAK/CNP/LDCP-ACK/BTS/postcard) into the
+ * strict-priority control class and everything else into the data class, by writing the full
+ * HTB class id into skb->priority. Never drops.
+ * Return: TC_ACT_OK.
+ */
+static __always_inline int qn_egress_classify(struct __sk_buff *skb)
+{
+	struct qn_port_stats *st = 0;
+	struct qn_port *port;
+	struct qn_pkt p;
+	__u32 ifindex = skb->ifindex;
+	__u32 idx;
+	int ctrl = 0;
+
+	if (qn_skb_linearize(skb) == 0 &&
+	    qn_parse(qn_skb_data(skb), qn_skb_data_end(skb), skb->len, &p) == 0)
+		ctrl = p.cls == QN_CLASS_CONTROL || p.cls == QN_CLASS_BTS ||
+		       p.cls == QN_CLASS_POSTCARD;
+	skb->priority = ctrl ? QN_HTB_CLASS_CONTROL : QN_HTB_CLASS_DATA;
+
+	port = bpf_map_lookup_elem(&qn_ports, &ifindex);
+	if (port) {
+		idx = port->port_no;
+		st = bpf_map_lookup_elem(&qn_port_stats, &idx);
+	}
+	if (st) {
+		st->tx_pkts++;
+		st->tx_bytes += skb->len;
+		if (ctrl)
+			st->tx_ctrl_pkts++;
+		else
+			st->tx_data_pkts++;
+	}
+	return TC_ACT_OK;
+}
+
+#endif /* QN_SWITCH_H */

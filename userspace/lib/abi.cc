@@ -1,0 +1,40 @@
+// abi.cc - names for the enums of qn_abi.h.
+#include "abi.h"
+
+namespace qn {
+
+std::string drop_reason_name(unsigned reason)
+{
+	switch (reason) {
+	case QN_DROP_NONE: return "none";
+	case QN_DROP_TRUNCATED: return "truncated";
+	case QN_DROP_NOT_IPV4: return "not_ipv4";
+	case QN_DROP_BAD_IP: return "bad_ip";
+	case QN_DROP_TTL: return "ttl";
+	case QN_DROP_NO_ROUTE: return "no_route";
+	case QN_DROP_UNKNOWN_PORT: return "unknown_port";
+	case QN_DROP_HOST_BTS: return "host_bts";
+	case QN_DROP_HOST_POSTCARD: return "host_postcard";
+	case QN_DROP_HOST_PFC: return "host_pfc";
+	case QN_DROP_MALFORMED_ROCE: return "malformed_roce";
+	case QN_DROP_VLAN_DEPTH: return "vlan_depth";
+	case QN_DROP_PFC_FRAME: return "pfc_frame";
+	case QN_DROP_REDIRECT: return "redirect";
+	default: return "reason_" + std::to_string(reason);
+	}
+}
+
+std::string pkt_class_name(unsigned cls)
+{
+	switch (cls) {
+	case QN_CLASS_OTHER: return "other";
+	case QN_CLASS_DATA: return "data";
+	case QN_CLASS_CONTROL: return "control";
+	case QN_CLASS_BTS: return "bts";
+	case QN_CLASS_POSTCARD: return "postcard";
+	case QN_CLASS_PFC: return "pfc";
+	default: return "class_" + std::to_string(cls);
+	}
+}
+
+} // namespace qn

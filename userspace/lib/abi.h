@@ -1,0 +1,30 @@
+// abi.h - the BPF/C++ contract (bpf/include/qn_abi.h) seen from C++: layouts pinned with
+// static_assert so a change on either side fails the build, and names for enums.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+extern "C" {
+#include "qn_abi.h"
+}
+
+static_assert(sizeof(struct qn_port) == 32, "qn_port layout changed");
+static_assert(offsetof(struct qn_port, rate_bps) == 8, "qn_port layout changed");
+static_assert(offsetof(struct qn_port, mac) == 20, "qn_port layout changed");
+static_assert(sizeof(struct qn_fib_key) == 8, "qn_fib_key layout changed");
+static_assert(sizeof(struct qn_nexthop) == 16, "qn_nexthop layout changed");
+static_assert(sizeof(struct qn_fib_val) == 4 + 16 * QN_MAX_NEXTHOPS, "qn_fib_val layout changed");
+static_assert(sizeof(struct qn_port_stats) == 8 * (7 + QN_DROP_MAX), "qn_port_stats layout changed");
+static_assert(sizeof(struct qn_cfg) == 16, "qn_cfg layout changed");
+static_assert(QN_HTB_CLASS_CONTROL == (QN_HTB_HANDLE | 0x10), "control class must be 1:10");
+static_assert(QN_HTB_CLASS_DATA == (QN_HTB_HANDLE | 0x20), "data class must be 1:20");
+
+namespace qn {
+
+// Return: the short name of a drop reason ("no_route"), or "reason_N" when unknown.
+std::string drop_reason_name(unsigned reason);
+// Return: the short name of a packet class ("control").
+std::string pkt_class_name(unsigned cls);
+
+} // namespace qn

@@ -1,0 +1,264 @@
+// bench.cc - switch benchmark (docs/PERFORMANCE.md).
+#include "bench.h"
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ifaddrs.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "abi.h"
+#include "bringup.h"
+#include "netns.h"
+#include "qn_bare.skel.h"
+#include "qn_switch.skel.h"
+#include "rawsock.h"
+#include "switch_loader.h"
+#include "testrun.h"
+
+namespace qn {
+namespace {
+
+const char *kBenchTopo = R"(name qnbench
+defaults rate=100Gbps mtu=2048 delay=0ns
+host h1
+host h2
+switch s1
+link h1 s1
+link h2 s1
+)";
+
+// Return: tx packets of `ifname` in namespace `ns` (rtnl link stats through getifaddrs).
+Result<uint64_t> tx_packets(const std::string &ns, const std::string &ifname)
+{
+	NetnsScope scope(ns);
+	QN_TRY(scope.status());
+	ifaddrs *ifa = nullptr;
+	if (getifaddrs(&ifa) < 0)
+		return sys_error(errno, "getifaddrs in " + ns);
+	uint64_t v = 0;
+	bool found = false;
+	for (ifaddrs *i = ifa; i; i = i->ifa_next) {
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_PACKET && ifname == i->ifa_name && i->ifa_data) {
+			v = static_cast<rtnl_link_stats *>(i->ifa_data)->tx_packets;
+			found = true;
+		}
+	}
+	freeifaddrs(ifa);
+	if (!found)
+		return make_error("no interface " + ifname + " in " + ns);
+	return v;
+}
+
+struct Guard {
+	std::string name;
+	~Guard() { (void)topo_down(name); }
+};
+
+Result<double> measure_mpps(const Topology &t, const BenchOptions &o, const std::vector<Bytes> &frames)
+{
+	int h1 = t.find("h1"), s1 = t.find("s1");
+	const Port &out = t.ports[size_t(t.ports_of(s1)[1])];
+	std::atomic<bool> stop{false};
+	std::vector<std::thread> threads;
+	std::vector<Status> errs(size_t(o.senders), ok_status());
+	for (int i = 0; i < o.senders; i++) {
+		threads.emplace_back([&, i] {
+			auto s = RawSocket::open(t.netns(h1), "h1-eth0", true);
+			if (!s) {
+				errs[size_t(i)] = s.error();
+				return;
+			}
+			while (!stop.load(std::memory_order_relaxed)) {
+				auto r = s->send_batch(frames);
+				if (!r) {
+					errs[size_t(i)] = r.error();
+					return;
+				}
+			}
+		});
+	}
+	std::this_thread::sleep_for(std::chrono::milliseconds(300)); // warm-up
+	auto a = tx_packets(t.netns(s1), out.ifname);
+	auto t0 = std::chrono::steady_clock::now();
+	std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+	auto b = tx_packets(t.netns(s1), out.ifname);
+	auto t1 = std::chrono::steady_clock::now();
+	stop = true;
+	for (auto &th : threads)
+		th.join();
+	for (const auto &e : errs)
+		if (!e.ok())
+			return e.error();
+	if (!a)
+		return a.error();
+	if (!b)
+		return b.error();
+	double dt = std::chrono::duration<double>(t1 - t0).count();
+	return double(*b - *a) / dt / 1e6;
+}
+
+Status attach_sink(const Topology &t)
+{
+	int h2 = t.find("h2");
+	qn_bare *skel = qn_bare__open_and_load();
+	if (!skel)
+		return sys_error(errno, "load qn_bare (sink)");
+	Status st = ok_status();
+	{
+		NetnsScope ns(t.netns(h2));
+		if (!ns.ok())
+			st = ns.status();
+		else if (int err = bpf_xdp_attach(int(if_nametoindex("h2-eth0")),
+						  bpf_program__fd(skel->progs.qn_xdp_sink), XDP_FLAGS_DRV_MODE, nullptr))
+			st = sys_error(err, "attach XDP sink on h2-eth0");
+	}
+	qn_bare__destroy(skel);
+	return st;
+}
+
+Result<std::string> testrun_costs(uint32_t repeat, const Bytes &frame)
+{
+	std::ostringstream o;
+	qn_switch *sw = qn_switch__open_and_load();
+	if (!sw)
+		return sys_error(errno, "load qn_switch for TEST_RUN");
+	qn_bare *bare = qn_bare__open_and_load();
+	if (!bare) {
+		qn_switch__destroy(sw);
+		return sys_error(errno, "load qn_bare for TEST_RUN");
+	}
+	// Port 100 (ingress, host-facing) forwards to lo (ifindex 1).
+	uint32_t in = 100, lo = 1;
+	qn_port p{};
+	p.port_no = 0;
+	p.role = QN_ROLE_HOST;
+	bpf_map_update_elem(bpf_map__fd(sw->maps.qn_ports), &in, &p, BPF_ANY);
+	qn_port plo{};
+	plo.port_no = 1;
+	plo.role = QN_ROLE_HOST;
+	bpf_map_update_elem(bpf_map__fd(sw->maps.qn_ports), &lo, &plo, BPF_ANY);
+	qn_fib_key k{32, htonl(0x0b000201)};
+	qn_fib_val v{};
+	v.n_nexthops = 1;
+	v.nh[0].ifindex = lo;
+	bpf_map_update_elem(bpf_map__fd(sw->maps.qn_fib), &k, &v, BPF_ANY);
+	bpf_map_update_elem(bpf_map__fd(bare->maps.qn_bare_port), &in, &lo, BPF_ANY);
+
+	auto r_bare = test_run_tc(bpf_program__fd(bare->progs.qn_bare_ingress), frame, in, 0, repeat);
+	auto r_in = test_run_tc(bpf_program__fd(sw->progs.qn_tc_ingress), frame, in, 0, repeat);
+	auto r_eg = test_run_tc(bpf_program__fd(sw->progs.qn_tc_egress), frame, 0, 0, repeat);
+	qn_switch__destroy(sw);
+	qn_bare__destroy(bare);
+	if (!r_bare)
+		return r_bare.error();
+	if (!r_in)
+		return r_in.error();
+	if (!r_eg)
+		return r_eg.error();
+	if (r_in->retval != 7 || r_bare->retval != 7)
+		return make_error("TEST_RUN: expected TC_ACT_REDIRECT from both ingress programs, got " +
+				  std::to_string(r_in->retval) + " and " + std::to_string(r_bare->retval));
+	char line[256];
+	std::snprintf(line, sizeof(line),
+		      "BPF_PROG_TEST_RUN, repeat %u, %zu B RoCE frame (kernel-measured mean ns per run):\n"
+		      "  bare redirect (ingress)   %4u ns\n"
+		      "  quench ingress pipeline   %4u ns\n"
+		      "  quench egress classifier  %4u ns\n",
+		      repeat, frame.size(), r_bare->duration_ns, r_in->duration_ns, r_eg->duration_ns);
+	o << line;
+	return o.str();
+}
+
+} // namespace
+
+Result<std::string> bench_switch(const BenchOptions &o)
+{
+	auto topo = parse_topology(kBenchTopo, "<bench>");
+	if (!topo)
+		return topo.error();
+	const Topology &t = *topo;
+	Guard guard{t.name};
+	UpOptions uo;
+	QN_TRY(topo_up(t, uo));
+	QN_TRY(attach_sink(t));
+
+	int h2 = t.find("h2"), s1 = t.find("s1");
+	const Port &sp1 = t.ports[size_t(t.ports_of(s1)[0])];
+	std::vector<Bytes> frames;
+	for (int i = 0; i < 64; i++) {
+		FrameSpec f;
+		f.dst = sp1.mac;
+		f.src = t.nodes[size_t(t.find("h1"))].mac;
+		f.saddr = t.nodes[size_t(t.find("h1"))].ip;
+		f.daddr = t.nodes[size_t(h2)].ip;
+		f.sport = uint16_t(0xC000 + i);
+		f.tos = 0x02 | (QN_DSCP_DATA << 2);
+		size_t hdr = 14 + 20 + 8 + 12;
+		f.payload_len = o.frame_bytes > hdr ? o.frame_bytes - hdr : 0;
+		frames.push_back(build_frame(f));
+	}
+
+	std::vector<double> quench_mpps, bare_mpps;
+	for (int r = 0; r < o.rounds; r++) {
+		QN_TRY(reattach_switch(t, s1, uo.dilation));
+		auto q = measure_mpps(t, o, frames);
+		if (!q)
+			return q.error();
+		quench_mpps.push_back(*q);
+		QN_TRY(attach_bare(t, s1));
+		auto b = measure_mpps(t, o, frames);
+		if (!b)
+			return b.error();
+		bare_mpps.push_back(*b);
+	}
+	auto mean = [](const std::vector<double> &v) {
+		double s = 0;
+		for (double x : v)
+			s += x;
+		return v.empty() ? 0.0 : s / double(v.size());
+	};
+	std::ostringstream out;
+	char line[256];
+	std::snprintf(line, sizeof(line),
+		      "quench bench switch: %zu B frames, %d AF_PACKET sender(s) h1 -> s1 -> h2 (star, HTB at "
+		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, alternating\n",
+		      frames[0].size(), o.senders, o.rounds, o.seconds);
+	out << line;
+	out << "variant                 ";
+	for (int r = 0; r < o.rounds; r++) {
+		std::snprintf(line, sizeof(line), " round%-3d", r + 1);
+		out << line;
+	}
+	out << "  mean Mpps\n";
+	for (auto [name, v] : {std::pair{"bare redirect", &bare_mpps}, std::pair{"quench switch", &quench_mpps}}) {
+		std::snprintf(line, sizeof(line), "%-24s", name);
+		out << line;
+		for (double x : *v) {
+			std::snprintf(line, sizeof(line), " %8.3f", x);
+			out << line;
+		}
+		std::snprintf(line, sizeof(line), "  %9.3f\n", mean(*v));
+		out << line;
+	}
+	double ratio = mean(bare_mpps) > 0 ? mean(quench_mpps) / mean(bare_mpps) : 0;
+	std::snprintf(line, sizeof(line), "ratio quench/bare: %.3f (goal >= 0.80)\n", ratio);
+	out << line;
+	auto costs = testrun_costs(o.testrun_repeat, frames[0]);
+	if (!costs)
+		return costs.error();
+	out << *costs;
+	return out.str();
+}
+
+} // namespace qn

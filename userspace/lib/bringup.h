@@ -1,0 +1,49 @@
+// bringup.h - `quench topo up|down|show`: namespaces, veth pairs, addresses, static neighbours,
+// HTB shapers, switch programs and host steering, and their removal.
+//
+// What `up` makes, all named from the topology name T (so `down` finds it even after an `up`
+// that died half-way): namespaces qn-T-<node>; veths inside them; pins under
+// /sys/fs/bpf/quench/T/; the state file /run/quench/T.topo, written last.
+#pragma once
+
+#include <string>
+
+#include "result.h"
+#include "topology.h"
+#include "units.h"
+
+namespace qn {
+
+constexpr const char *kStateDir = "/run/quench";
+
+struct UpOptions {
+	Dilation dilation;
+	bool attach_steering = true; // XDP steering on host veths
+};
+
+// HTB parameters of one switch egress port (wall-clock rates: fabric rate / D).
+struct HtbPlan {
+	uint64_t rate_bps = 0;      // parent 1:1 and ceil of both leaves
+	uint64_t ctrl_rate_bps = 0; // guaranteed rate of the control class 1:10
+	uint64_t data_rate_bps = 0; // guaranteed rate of the data class 1:20
+	uint64_t burst_bytes = 0;   // burst = cburst on every class
+	uint64_t quantum_bytes = 0;
+	uint64_t fifo_limit_bytes = 0; // bfifo leaf limit: deeper than the switch buffer
+};
+HtbPlan plan_htb(uint64_t fabric_rate_bps, uint32_t mtu, uint64_t buffer_bytes, const Dilation &d);
+
+Status topo_up(const Topology &t, const UpOptions &o);
+// Remove everything `up` made for topology `name`. Missing pieces are not errors.
+Status topo_down(const std::string &name);
+Status topo_down_all();
+// Return: every running topology, described.
+Result<std::string> topo_show();
+
+// Load the state of a running topology (the one `up` wrote). Return: error if it is not up.
+Result<Topology> load_running(const std::string &name);
+// Names of running topologies (state files).
+std::vector<std::string> running_topologies();
+// Dilation recorded by `up`.
+Result<Dilation> running_dilation(const std::string &name);
+
+} // namespace qn

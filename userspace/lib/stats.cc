@@ -1,0 +1,176 @@
+// stats.cc - reading and formatting switch counters.
+#include "stats.h"
+
+#include <cstdio>
+#include <sstream>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bringup.h"
+#include "switch_loader.h"
+
+namespace qn {
+namespace {
+
+struct Fd {
+	int fd = -1;
+	~Fd()
+	{
+		if (fd >= 0)
+			close(fd);
+	}
+};
+
+void add(qn_port_stats &a, const qn_port_stats &b)
+{
+	a.rx_pkts += b.rx_pkts;
+	a.rx_bytes += b.rx_bytes;
+	a.tx_pkts += b.tx_pkts;
+	a.tx_bytes += b.tx_bytes;
+	a.tx_ctrl_pkts += b.tx_ctrl_pkts;
+	a.tx_data_pkts += b.tx_data_pkts;
+	a.rx_nonlinear += b.rx_nonlinear;
+	for (int i = 0; i < QN_DROP_MAX; i++)
+		a.drops[i] += b.drops[i];
+}
+
+std::string human(double v)
+{
+	char buf[32];
+	if (v >= 1e9)
+		std::snprintf(buf, sizeof(buf), "%.2fG", v / 1e9);
+	else if (v >= 1e6)
+		std::snprintf(buf, sizeof(buf), "%.2fM", v / 1e6);
+	else if (v >= 1e4)
+		std::snprintf(buf, sizeof(buf), "%.1fK", v / 1e3);
+	else
+		std::snprintf(buf, sizeof(buf), "%.0f", v);
+	return buf;
+}
+
+} // namespace
+
+Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
+{
+	SwitchCounters c;
+	c.topology = t.name;
+	c.sw = t.nodes[size_t(sw)].name;
+	std::string dir = switch_pin_dir(t, sw);
+	Fd ports{bpf_obj_get((dir + "/qn_ports").c_str())};
+	if (ports.fd < 0)
+		return sys_error(errno, "open " + dir + "/qn_ports");
+	Fd stats{bpf_obj_get((dir + "/qn_port_stats").c_str())};
+	if (stats.fd < 0)
+		return sys_error(errno, "open " + dir + "/qn_port_stats");
+	Fd orphans{bpf_obj_get((dir + "/qn_orphan_drops").c_str())};
+	if (orphans.fd < 0)
+		return sys_error(errno, "open " + dir + "/qn_orphan_drops");
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return sys_error(ncpu, "count possible CPUs");
+	std::vector<qn_port_stats> percpu(static_cast<size_t>(ncpu));
+	for (int pi : t.ports_of(sw)) {
+		const Port &p = t.ports[size_t(pi)];
+		PortCounters pc;
+		pc.ifname = p.ifname;
+		pc.ifindex = p.ifindex;
+		qn_port pv{};
+		uint32_t key = p.ifindex;
+		if (bpf_map_lookup_elem(ports.fd, &key, &pv))
+			return sys_error(errno, "qn_ports has no entry for " + p.ifname);
+		pc.port_no = pv.port_no;
+		pc.role = pv.role;
+		uint32_t idx = pv.port_no;
+		if (bpf_map_lookup_elem(stats.fd, &idx, percpu.data()))
+			return sys_error(errno, "read qn_port_stats[" + std::to_string(idx) + "]");
+		for (const auto &s : percpu)
+			add(pc.s, s);
+		c.ports.push_back(pc);
+	}
+	std::vector<uint64_t> vals(static_cast<size_t>(ncpu));
+	for (uint32_t r = 0; r < QN_DROP_MAX; r++) {
+		if (bpf_map_lookup_elem(orphans.fd, &r, vals.data()))
+			return sys_error(errno, "read qn_orphan_drops");
+		for (uint64_t v : vals)
+			c.orphan_drops[r] += v;
+	}
+	return c;
+}
+
+std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev, double dt_s)
+{
+	std::ostringstream o;
+	char line[512];
+	o << "switch " << c.topology << "/" << c.sw << "\n";
+	std::snprintf(line, sizeof(line), "%-4s %-12s %-6s %10s %10s %10s %10s %9s %9s %8s%s\n", "port", "ifname",
+		      "role", "rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes", "tx_ctrl", "tx_data", "drops",
+		      prev ? "   rx_rate   tx_rate" : "");
+	o << line;
+	for (size_t i = 0; i < c.ports.size(); i++) {
+		const PortCounters &p = c.ports[i];
+		uint64_t drops = 0;
+		for (int r = 0; r < QN_DROP_MAX; r++)
+			drops += p.s.drops[r];
+		std::string rates;
+		if (prev && dt_s > 0 && i < prev->ports.size()) {
+			double rx = double(p.s.rx_bytes - prev->ports[i].s.rx_bytes) * 8 / dt_s;
+			double tx = double(p.s.tx_bytes - prev->ports[i].s.tx_bytes) * 8 / dt_s;
+			rates = "  " + human(rx) + "bit/s  " + human(tx) + "bit/s";
+		}
+		std::snprintf(line, sizeof(line), "%-4u %-12s %-6s %10s %10s %10s %10s %9s %9s %8s%s\n", p.port_no,
+			      p.ifname.c_str(), p.role == QN_ROLE_HOST ? "host" : "switch",
+			      human(double(p.s.rx_pkts)).c_str(), human(double(p.s.rx_bytes)).c_str(),
+			      human(double(p.s.tx_pkts)).c_str(), human(double(p.s.tx_bytes)).c_str(),
+			      human(double(p.s.tx_ctrl_pkts)).c_str(), human(double(p.s.tx_data_pkts)).c_str(),
+			      human(double(drops)).c_str(), rates.c_str());
+		o << line;
+	}
+	// Drop reasons, only those that occurred.
+	for (const auto &p : c.ports) {
+		std::string reasons;
+		for (int r = 1; r < QN_DROP_MAX; r++)
+			if (p.s.drops[r])
+				reasons += " " + drop_reason_name(unsigned(r)) + "=" + std::to_string(p.s.drops[r]);
+		if (p.s.rx_nonlinear)
+			reasons += " (rx_nonlinear=" + std::to_string(p.s.rx_nonlinear) + ")";
+		if (!reasons.empty())
+			o << "  " << p.ifname << ":" << reasons << "\n";
+	}
+	std::string orphan;
+	for (int r = 1; r < QN_DROP_MAX; r++)
+		if (c.orphan_drops[r])
+			orphan += " " + drop_reason_name(unsigned(r)) + "=" + std::to_string(c.orphan_drops[r]);
+	if (!orphan.empty())
+		o << "  frames from unknown ports:" << orphan << "\n";
+	return o.str();
+}
+
+Result<std::vector<std::pair<Topology, int>>> resolve_switches(const std::string &spec)
+{
+	std::vector<std::pair<Topology, int>> out;
+	std::string want_topo, want_sw = spec;
+	if (auto slash = spec.find('/'); slash != std::string::npos) {
+		want_topo = spec.substr(0, slash);
+		want_sw = spec.substr(slash + 1);
+	}
+	auto names = running_topologies();
+	if (names.empty())
+		return make_error("no topology is up (quench topo up FILE)");
+	for (const auto &n : names) {
+		if (!want_topo.empty() && n != want_topo)
+			continue;
+		auto t = load_running(n);
+		if (!t)
+			return t.error();
+		for (const auto &node : t->nodes)
+			if (node.kind == NodeKind::Switch && (want_sw.empty() || node.name == want_sw))
+				out.emplace_back(*t, node.id);
+	}
+	if (out.empty())
+		return make_error("no running switch matches '" + spec + "'");
+	return out;
+}
+
+} // namespace qn

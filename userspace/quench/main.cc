@@ -1,0 +1,292 @@
+// main.cc - the `quench` command line (docs/cli.md).
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench.h"
+#include "bringup.h"
+#include "exec.h"
+#include "stats.h"
+#include "switch_loader.h"
+#include "topology.h"
+#include "units.h"
+
+namespace {
+
+const char *kUsage = R"(usage: quench COMMAND ...
+
+  topo check FILE [--param K=V]... [--name NAME]   parse, derive and print a topology (no root)
+  topo up FILE [--param K=V]... [--name NAME] [--dilation D] [--no-steering]
+                                                    bring a topology up (idempotent)
+  topo down FILE [--name NAME] | --all              remove what `topo up` made
+  topo show                                         running topologies, ports, addresses
+  switch stats [TOPO/SWITCH|SWITCH] [--watch [SECONDS]]
+                                                    per-port counters from the pinned maps
+  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N]
+                                                    quench's switch vs a bare redirect, side by side
+
+  -v, --verbose    print every ip/tc command and libbpf debug output
+Files may be quench topology files (docs/topology-format.md) or ns-3 RDMA simulator
+topology files (first line: nodes switches links).
+)";
+
+volatile std::sig_atomic_t g_stop = 0;
+
+int fail(const std::string &msg)
+{
+	std::fprintf(stderr, "quench: %s\n", msg.c_str());
+	return 1;
+}
+
+struct Args {
+	std::vector<std::string> pos;
+	qn::Params params;
+	std::string name;
+	double dilation = 1.0;
+	bool dilation_given = false;
+	bool all = false;
+	bool no_steering = false;
+	bool verbose = false;
+	double watch = -1;
+	double seconds = 3.0;
+	int rounds = 3;
+	size_t size = 64;
+	int senders = 1;
+};
+
+bool parse_num(const std::string &s, double &out)
+{
+	char *end = nullptr;
+	out = std::strtod(s.c_str(), &end);
+	return end != s.c_str() && *end == '\0';
+}
+
+// Return: an error message, or "" when the arguments parsed.
+std::string parse_args(int argc, char **argv, Args &a)
+{
+	for (int i = 1; i < argc; i++) {
+		std::string s = argv[i];
+		auto need = [&](const char *what) -> const char * {
+			if (i + 1 >= argc)
+				return nullptr;
+			(void)what;
+			return argv[++i];
+		};
+		if (s == "-v" || s == "--verbose") {
+			a.verbose = true;
+		} else if (s == "--all") {
+			a.all = true;
+		} else if (s == "--no-steering") {
+			a.no_steering = true;
+		} else if (s == "--param") {
+			const char *v = need("--param");
+			if (!v)
+				return "--param needs KEY=VALUE";
+			std::string kv = v;
+			auto eq = kv.find('=');
+			if (eq == std::string::npos || eq == 0)
+				return "--param needs KEY=VALUE, got '" + kv + "'";
+			a.params[kv.substr(0, eq)] = kv.substr(eq + 1);
+		} else if (s == "--name") {
+			const char *v = need("--name");
+			if (!v)
+				return "--name needs a value";
+			a.name = v;
+		} else if (s == "--dilation") {
+			const char *v = need("--dilation");
+			if (!v || !parse_num(v, a.dilation))
+				return "--dilation needs a number";
+			a.dilation_given = true;
+		} else if (s == "--watch") {
+			a.watch = 1.0;
+			if (i + 1 < argc && parse_num(argv[i + 1], a.watch))
+				i++;
+			if (a.watch <= 0)
+				return "--watch needs a positive interval";
+		} else if (s == "--seconds") {
+			const char *v = need("--seconds");
+			if (!v || !parse_num(v, a.seconds) || a.seconds <= 0)
+				return "--seconds needs a positive number";
+		} else if (s == "--rounds" || s == "--size" || s == "--senders") {
+			const char *v = need(s.c_str());
+			double d;
+			if (!v || !parse_num(v, d) || d < 1)
+				return s + " needs a positive integer";
+			if (s == "--rounds")
+				a.rounds = int(d);
+			else if (s == "--size")
+				a.size = size_t(d);
+			else
+				a.senders = int(d);
+		} else if (s.size() > 1 && s[0] == '-') {
+			return "unknown option '" + s + "'";
+		} else {
+			a.pos.push_back(s);
+		}
+	}
+	return "";
+}
+
+qn::Result<qn::Topology> load(const Args &a, const std::string &file)
+{
+	auto t = qn::load_topology_file(file, a.params);
+	if (!t)
+		return t.error();
+	if (!a.name.empty()) {
+		bool ok = a.name.size() <= 12 && !a.name.empty();
+		for (char c : a.name)
+			ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'));
+		if (!ok)
+			return qn::make_error("--name '" + a.name + "' must be 1-12 characters of [a-z0-9]");
+		t->name = a.name;
+	}
+	for (const auto &w : t->warnings)
+		std::fprintf(stderr, "warning: %s\n", w.c_str());
+	return t;
+}
+
+int cmd_topo(const Args &a)
+{
+	if (a.pos.size() < 2)
+		return fail("topo needs a subcommand (check, up, down, show)");
+	const std::string &sub = a.pos[1];
+	if (sub == "show") {
+		auto s = qn::topo_show();
+		if (!s)
+			return fail(s.error().to_string());
+		std::fputs(s->c_str(), stdout);
+		return 0;
+	}
+	if (sub == "down" && a.all) {
+		auto s = qn::topo_down_all();
+		return s.ok() ? 0 : fail(s.error().to_string());
+	}
+	if (a.pos.size() != 3)
+		return fail("topo " + sub + " needs one FILE");
+	auto t = load(a, a.pos[2]);
+	if (!t)
+		return fail(t.error().to_string());
+	if (sub == "check") {
+		std::fputs(t->describe().c_str(), stdout);
+		for (const auto &n : t->nodes) {
+			if (n.kind != qn::NodeKind::Switch)
+				continue;
+			for (const auto &r : t->routes_for(n.id)) {
+				std::printf("route %s %s/32 ->", n.name.c_str(), qn::ip_to_string(r.dst_ip).c_str());
+				for (const auto &nh : r.nexthops)
+					std::printf(" %s", t->ports[size_t(nh.port)].ifname.c_str());
+				std::printf("\n");
+			}
+		}
+		return 0;
+	}
+	if (sub == "up") {
+		auto d = qn::Dilation::make(a.dilation);
+		if (!d)
+			return fail(d.error().to_string());
+		qn::UpOptions o;
+		o.dilation = *d;
+		o.attach_steering = !a.no_steering;
+		auto start = std::chrono::steady_clock::now();
+		auto s = qn::topo_up(*t, o);
+		if (!s.ok())
+			return fail("topo up " + t->name + ": " + s.error().to_string() +
+				    "\n(partial state stays until `quench topo down " + a.pos[2] + "`)");
+		double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+		size_t hosts = 0, switches = 0;
+		for (const auto &n : t->nodes)
+			(n.kind == qn::NodeKind::Host ? hosts : switches)++;
+		std::printf("topology %s up: %zu hosts, %zu switches, %zu links, dilation %g, %.2f s\n", t->name.c_str(),
+			    hosts, switches, t->links.size(), d->factor(), secs);
+		return 0;
+	}
+	if (sub == "down") {
+		auto s = qn::topo_down(t->name);
+		return s.ok() ? 0 : fail(s.error().to_string());
+	}
+	return fail("unknown topo subcommand '" + sub + "'");
+}
+
+int cmd_switch(const Args &a)
+{
+	if (a.pos.size() < 2 || a.pos[1] != "stats")
+		return fail("switch needs a subcommand (stats)");
+	std::string spec = a.pos.size() > 2 ? a.pos[2] : "";
+	auto sws = qn::resolve_switches(spec);
+	if (!sws)
+		return fail(sws.error().to_string());
+	std::vector<qn::SwitchCounters> prev;
+	std::signal(SIGINT, [](int) { g_stop = 1; });
+	auto last = std::chrono::steady_clock::now();
+	do {
+		std::vector<qn::SwitchCounters> cur;
+		auto now = std::chrono::steady_clock::now();
+		double dt = std::chrono::duration<double>(now - last).count();
+		last = now;
+		std::string out;
+		for (size_t i = 0; i < sws->size(); i++) {
+			auto &[t, sw] = (*sws)[i];
+			auto c = qn::read_switch_counters(t, sw);
+			if (!c)
+				return fail(c.error().to_string());
+			out += qn::format_counters(*c, prev.empty() ? nullptr : &prev[i], dt);
+			cur.push_back(*c);
+		}
+		if (a.watch > 0)
+			std::fputs("\033[H\033[2J", stdout);
+		std::fputs(out.c_str(), stdout);
+		std::fflush(stdout);
+		prev = cur;
+		if (a.watch > 0)
+			std::this_thread::sleep_for(std::chrono::duration<double>(a.watch));
+	} while (a.watch > 0 && !g_stop);
+	return 0;
+}
+
+int cmd_bench(const Args &a)
+{
+	if (a.pos.size() < 2 || a.pos[1] != "switch")
+		return fail("bench needs a subcommand (switch)");
+	qn::BenchOptions o;
+	o.seconds = a.seconds;
+	o.rounds = a.rounds;
+	o.frame_bytes = a.size;
+	o.senders = a.senders;
+	auto r = qn::bench_switch(o);
+	if (!r)
+		return fail(r.error().to_string());
+	std::fputs(r->c_str(), stdout);
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	Args a;
+	std::string err = parse_args(argc, argv, a);
+	if (!err.empty()) {
+		std::fprintf(stderr, "quench: %s\n\n%s", err.c_str(), kUsage);
+		return 2;
+	}
+	if (a.pos.empty() || a.pos[0] == "help" || a.pos[0] == "--help") {
+		std::fputs(kUsage, a.pos.empty() ? stderr : stdout);
+		return a.pos.empty() ? 2 : 0;
+	}
+	qn::set_exec_verbose(a.verbose);
+	qn::setup_libbpf_logging(a.verbose);
+	const std::string &cmd = a.pos[0];
+	if (cmd == "topo")
+		return cmd_topo(a);
+	if (cmd == "switch")
+		return cmd_switch(a);
+	if (cmd == "bench")
+		return cmd_bench(a);
+	std::fprintf(stderr, "quench: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+	return 2;
+}

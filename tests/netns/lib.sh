@@ -1,0 +1,86 @@
+# lib.sh - shared helpers for quench's netns integration tests (sourced).
+#
+# Every test gets a unique topology name (so namespaces qn-<name>-*, pins and state files are
+# its own), a temporary directory, and a trap that removes all of it and kills its background
+# processes on any exit, including failures. Exit 77 means "skipped" (ctest SKIP_RETURN_CODE).
+set -euo pipefail
+
+QUENCH=${1:?usage: test.sh QUENCH_BIN QN_TRAFFIC_BIN}
+TRAFFIC=${2:?usage: test.sh QUENCH_BIN QN_TRAFFIC_BIN}
+TEST_NAME=$(basename "$0" .sh)
+# [a-z0-9]{1,12}: 't' + 5 digits of pid + 4 random hex digits
+TOPO_NAME=$(printf 't%05d%04x' $(($$ % 100000)) $((RANDOM % 65536)))
+WORK=$(mktemp -d "/tmp/quench-${TEST_NAME}.XXXXXX")
+BG_PIDS=()
+TOPO_FILES=()
+
+skip() {
+	echo "SKIP ${TEST_NAME}: $*"
+	exit 77
+}
+fail() {
+	echo "FAIL ${TEST_NAME}: $*" >&2
+	exit 1
+}
+pass() {
+	echo "PASS ${TEST_NAME}: $*"
+}
+
+cleanup() {
+	local rc=$?
+	for p in "${BG_PIDS[@]:-}"; do
+		[ -n "$p" ] && kill "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	for f in "${TOPO_FILES[@]:-}"; do
+		[ -n "$f" ] && "$QUENCH" topo down "$f" >/dev/null 2>&1 || true
+	done
+	rm -rf "$WORK"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (namespaces, tc, BPF)"
+for tool in ip tc; do
+	command -v "$tool" >/dev/null || skip "missing $tool"
+done
+
+# write_topo BODY: write a topology file named after this test and register it for teardown.
+# Return (stdout): the file path.
+write_topo() {
+	local f="$WORK/${TOPO_NAME}.topo"
+	{
+		echo "name ${TOPO_NAME}"
+		printf '%s\n' "$1"
+	} >"$f"
+	TOPO_FILES+=("$f")
+	echo "$f"
+}
+
+ns() { echo "qn-${TOPO_NAME}-$1"; }
+
+# Background a command, remember its pid for cleanup. Output goes to $WORK/<label>.out.
+bg() {
+	local label=$1
+	shift
+	"$@" >"$WORK/$label.out" 2>&1 &
+	BG_PIDS+=($!)
+	eval "PID_${label}=$!"
+}
+
+# Field value from "key=value" output: field FILE KEY [LINE_PATTERN]
+field() {
+	local pat=${3:-.}
+	grep -E "$pat" "$1" | head -1 | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+
+# Host facts from the running topology (quench topo show).
+host_ip() { "$QUENCH" topo show | awk -v n="$1" '$1=="host" && $2==n {print $6}' | head -1; }
+gw_mac() {
+	# MAC of the switch port the host is attached to
+	local peer
+	peer=$("$QUENCH" topo show | awk -v n="$1" '$1=="host" && $2==n {getline; print $7}' | head -1)
+	local sw=${peer%%:*} port=${peer#*:}
+	"$QUENCH" topo show | awk -v p="$port" '$1==p {print $5}' | head -1
+}

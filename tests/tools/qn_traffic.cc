@@ -1,0 +1,352 @@
+// qn_traffic.cc - raw traffic for the netns integration tests and `make run`.
+//
+//   qn_traffic send --netns NS --dev IF --dst-mac MAC --src-ip A --dst-ip B [--size BYTES]
+//                   [--rate BPS] [--seconds S] [--count N] [--flows K] [--opcode OP] [--dport P]
+//                   [--tos T] [--ring] [--stamp]
+//       AF_PACKET sender (QDISC_BYPASS: the host NIC does not queue). --ring uses a
+//       PACKET_TX_RING, whose skbs are non-linear. --rate paces in wire bits (frame + 24 B).
+//       --stamp puts {magic, send time, sequence, flow} into the payload and fills the rest
+//       with a pattern derived from the sequence, so the receiver can verify every byte.
+//   qn_traffic recv --netns NS --dev IF --seconds S [--expect N]
+//       Receives stamped frames, verifies content, reports per class (data/control) count and
+//       one-way delay percentiles (sender and receiver share CLOCK_MONOTONIC), duplicates,
+//       corrupt frames. With --expect, exits 1 unless exactly N valid frames arrived.
+//   qn_traffic rate --netns NS --dev IF [--warmup S] [--seconds S]
+//       Measures an interface's transmit rate from its counters (bytes and wire bits).
+#include <algorithm>
+#include <arpa/inet.h>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <ifaddrs.h>
+#include <linux/if_link.h>
+#include <linux/if_packet.h>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "abi.h"
+#include "netns.h"
+#include "packet.h"
+#include "rawsock.h"
+#include "topology.h"
+
+using namespace qn;
+
+namespace {
+
+constexpr uint64_t kMagic = 0x514e545241464943ULL; // "QNTRAFIC"
+constexpr size_t kStampLen = 8 + 8 + 8 + 4;
+
+struct Opts {
+	std::string cmd, netns, dev;
+	Mac dst_mac{};
+	uint32_t src_ip = 0, dst_ip = 0;
+	size_t size = 1024;
+	double rate = 0;
+	double seconds = 1;
+	double warmup = 0;
+	uint64_t count = 0;
+	uint64_t expect = UINT64_MAX;
+	int flows = 1;
+	int opcode = QN_OP_RC_SEND_ONLY;
+	int dport = QN_ROCE_UDP_PORT;
+	int tos = (QN_DSCP_DATA << 2) | 0x2;
+	bool ring = false, stamp = false;
+};
+
+[[noreturn]] void die(const std::string &m)
+{
+	std::fprintf(stderr, "qn_traffic: %s\n", m.c_str());
+	std::exit(2);
+}
+
+void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = uint8_t(v);
+}
+uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+Opts parse(int argc, char **argv)
+{
+	Opts o;
+	if (argc < 2)
+		die("usage: qn_traffic send|recv|rate ...");
+	o.cmd = argv[1];
+	for (int i = 2; i < argc; i++) {
+		std::string a = argv[i];
+		auto val = [&]() -> std::string {
+			if (i + 1 >= argc)
+				die(a + " needs a value");
+			return argv[++i];
+		};
+		if (a == "--netns")
+			o.netns = val();
+		else if (a == "--dev")
+			o.dev = val();
+		else if (a == "--dst-mac") {
+			auto m = parse_mac(val());
+			if (!m)
+				die(m.error().message);
+			o.dst_mac = *m;
+		} else if (a == "--src-ip" || a == "--dst-ip") {
+			auto ip = parse_ip(val());
+			if (!ip)
+				die(ip.error().message);
+			(a == "--src-ip" ? o.src_ip : o.dst_ip) = *ip;
+		} else if (a == "--size")
+			o.size = std::stoul(val());
+		else if (a == "--rate")
+			o.rate = std::stod(val());
+		else if (a == "--seconds")
+			o.seconds = std::stod(val());
+		else if (a == "--warmup")
+			o.warmup = std::stod(val());
+		else if (a == "--count")
+			o.count = std::stoull(val());
+		else if (a == "--expect")
+			o.expect = std::stoull(val());
+		else if (a == "--flows")
+			o.flows = std::stoi(val());
+		else if (a == "--opcode")
+			o.opcode = std::stoi(val(), nullptr, 0);
+		else if (a == "--dport")
+			o.dport = std::stoi(val());
+		else if (a == "--tos")
+			o.tos = std::stoi(val(), nullptr, 0);
+		else if (a == "--ring")
+			o.ring = true;
+		else if (a == "--stamp")
+			o.stamp = true;
+		else
+			die("unknown option " + a);
+	}
+	if (o.dev.empty())
+		die("--dev is required");
+	return o;
+}
+
+Bytes make_frame(const Opts &o, uint64_t seq, Mac src_mac)
+{
+	FrameSpec f;
+	f.dst = o.dst_mac;
+	f.src = src_mac;
+	f.saddr = o.src_ip;
+	f.daddr = o.dst_ip;
+	f.tos = uint8_t(o.tos);
+	f.dport = uint16_t(o.dport);
+	f.bth = o.dport == QN_ROCE_UDP_PORT;
+	f.opcode = uint8_t(o.opcode);
+	f.sport = uint16_t(QN_ROCE_SPORT_BASE + (seq % uint64_t(o.flows)));
+	f.psn = uint32_t(seq);
+	size_t hdr = 14 + 20 + 8 + (f.bth ? 12 : 0);
+	f.payload_len = o.size > hdr + kStampLen ? o.size - hdr : kStampLen;
+	Bytes b = build_frame(f);
+	if (o.stamp) {
+		uint8_t *p = &b[hdr];
+		put64(p, kMagic);
+		put64(p + 16, seq);
+		uint32_t flow = uint32_t(seq % uint64_t(o.flows));
+		p[24] = uint8_t(flow >> 24);
+		p[25] = uint8_t(flow >> 16);
+		p[26] = uint8_t(flow >> 8);
+		p[27] = uint8_t(flow);
+		for (size_t i = hdr + kStampLen; i < b.size(); i++)
+			b[i] = uint8_t(seq * 131 + i);
+	}
+	return b;
+}
+
+int cmd_send(const Opts &o)
+{
+	auto sock = RawSocket::open(o.netns, o.dev, true);
+	if (!sock)
+		die(sock.error().to_string());
+	Mac src{};
+	{
+		NetnsScope ns(o.netns);
+		ifaddrs *ifa = nullptr;
+		if (getifaddrs(&ifa) == 0) {
+			for (ifaddrs *i = ifa; i; i = i->ifa_next)
+				if (i->ifa_addr && i->ifa_addr->sa_family == AF_PACKET && o.dev == i->ifa_name)
+					std::memcpy(src.data(), reinterpret_cast<sockaddr_ll *>(i->ifa_addr)->sll_addr, 6);
+			freeifaddrs(ifa);
+		}
+	}
+	if (o.ring) {
+		auto s = sock->enable_tx_ring(256, uint32_t(std::max<size_t>(o.size, 128)));
+		if (!s.ok())
+			die(s.error().to_string());
+	}
+	size_t hdr = 14 + 20 + 8 + (o.dport == QN_ROCE_UDP_PORT ? 12 : 0);
+	const size_t batch = o.rate > 0 ? 1 : 32;
+	uint64_t seq = 0, bytes = 0;
+	auto start = std::chrono::steady_clock::now();
+	auto deadline = start + std::chrono::duration<double>(o.seconds);
+	double wire_bits_per_frame = double(std::max<size_t>(o.size, hdr + kStampLen) + 24) * 8;
+	std::vector<Bytes> frames;
+	while (true) {
+		auto now = std::chrono::steady_clock::now();
+		if (o.count ? seq >= o.count : now >= deadline)
+			break;
+		if (o.count && now >= deadline + std::chrono::seconds(30))
+			die("sending " + std::to_string(o.count) + " frames took too long");
+		if (o.rate > 0) {
+			double due = double(seq) * wire_bits_per_frame / o.rate;
+			double el = std::chrono::duration<double>(now - start).count();
+			if (el < due) {
+				if (due - el > 200e-6)
+					std::this_thread::sleep_for(std::chrono::duration<double>(due - el - 100e-6));
+				continue;
+			}
+		}
+		frames.clear();
+		for (size_t i = 0; i < batch && (!o.count || seq + i < o.count); i++) {
+			frames.push_back(make_frame(o, seq + i, src));
+			if (o.stamp)
+				put64(&frames.back()[hdr + 8], mono_ns());
+		}
+		auto r = o.ring ? sock->ring_send(frames) : sock->send_batch(frames);
+		if (!r)
+			die(r.error().to_string());
+		for (size_t i = 0; i < *r; i++)
+			bytes += frames[i].size();
+		seq += *r;
+		if (*r < frames.size())
+			std::this_thread::sleep_for(std::chrono::microseconds(20));
+	}
+	// Let a TX ring drain before the socket closes.
+	if (o.ring)
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+	std::printf("sent frames=%" PRIu64 " bytes=%" PRIu64 " seconds=%.3f rate_bps=%.0f\n", seq, bytes, el,
+		    double(bytes) * 8 / el);
+	return 0;
+}
+
+double pct(std::vector<double> v, double p)
+{
+	if (v.empty())
+		return 0;
+	std::sort(v.begin(), v.end());
+	return v[std::min(v.size() - 1, size_t(p / 100.0 * double(v.size())))];
+}
+
+int cmd_recv(const Opts &o)
+{
+	auto sock = RawSocket::open(o.netns, o.dev, false);
+	if (!sock)
+		die(sock.error().to_string());
+	std::vector<double> delay[2];
+	uint64_t valid = 0, corrupt = 0, dups = 0, other = 0;
+	std::set<uint64_t> seen;
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
+	Bytes buf;
+	while (std::chrono::steady_clock::now() < deadline) {
+		auto r = sock->recv(buf, 20);
+		if (!r)
+			die(r.error().to_string());
+		if (*r == 0)
+			continue;
+		uint64_t now = mono_ns();
+		if (buf.size() < 14 + 20 + 8 || buf[12] != 0x08 || buf[13] != 0x00 || buf[23] != 17) {
+			other++;
+			continue;
+		}
+		size_t ihl = size_t(buf[14] & 0xF) * 4;
+		size_t udp = 14 + ihl;
+		uint16_t dport = uint16_t(buf[udp + 2] << 8 | buf[udp + 3]);
+		size_t hdr = udp + 8 + (dport == QN_ROCE_UDP_PORT ? 12 : 0);
+		if (buf.size() < hdr + kStampLen || get64(&buf[hdr]) != kMagic) {
+			other++;
+			continue;
+		}
+		uint64_t sent = get64(&buf[hdr + 8]);
+		uint64_t seq = get64(&buf[hdr + 16]);
+		bool ok = true;
+		for (size_t i = hdr + kStampLen; i < buf.size(); i++)
+			ok = ok && buf[i] == uint8_t(seq * 131 + i);
+		if (!ok) {
+			corrupt++;
+			continue;
+		}
+		if (!seen.insert(seq).second) {
+			dups++;
+			continue;
+		}
+		valid++;
+		bool ctrl = dport != QN_ROCE_UDP_PORT ||
+			    buf[udp + 8] == QN_OP_CNP || buf[udp + 8] == QN_OP_RC_ACK || buf[udp + 8] == QN_OP_LDCP_ACK;
+		delay[ctrl ? 1 : 0].push_back(double(now - sent) / 1000.0);
+	}
+	std::printf("recv valid=%" PRIu64 " corrupt=%" PRIu64 " dup=%" PRIu64 " other=%" PRIu64 "\n", valid, corrupt,
+		    dups, other);
+	for (int c = 0; c < 2; c++)
+		std::printf("class=%s n=%zu delay_us_p50=%.1f delay_us_p99=%.1f delay_us_max=%.1f\n",
+			    c ? "control" : "data", delay[c].size(), pct(delay[c], 50), pct(delay[c], 99),
+			    pct(delay[c], 100));
+	if (o.expect != UINT64_MAX && (valid != o.expect || corrupt || dups))
+		return 1;
+	return corrupt || dups ? 1 : 0;
+}
+
+bool counters(const Opts &o, uint64_t &bytes, uint64_t &pkts)
+{
+	NetnsScope ns(o.netns);
+	if (!ns.ok())
+		die(ns.status().error().to_string());
+	ifaddrs *ifa = nullptr;
+	if (getifaddrs(&ifa) < 0)
+		return false;
+	bool found = false;
+	for (ifaddrs *i = ifa; i; i = i->ifa_next) {
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_PACKET && o.dev == i->ifa_name && i->ifa_data) {
+			auto *s = static_cast<rtnl_link_stats *>(i->ifa_data);
+			bytes = s->tx_bytes;
+			pkts = s->tx_packets;
+			found = true;
+		}
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+int cmd_rate(const Opts &o)
+{
+	std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup));
+	uint64_t b0, p0, b1, p1;
+	if (!counters(o, b0, p0))
+		die("no interface " + o.dev + " in " + o.netns);
+	auto t0 = std::chrono::steady_clock::now();
+	std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+	counters(o, b1, p1);
+	double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	double l2 = double(b1 - b0) * 8 / dt;
+	double wire = double((b1 - b0) + 24 * (p1 - p0)) * 8 / dt;
+	std::printf("rate dev=%s seconds=%.3f pkts=%" PRIu64 " l2_bps=%.0f wire_bps=%.0f\n", o.dev.c_str(), dt,
+		    p1 - p0, l2, wire);
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	Opts o = parse(argc, argv);
+	if (o.cmd == "send")
+		return cmd_send(o);
+	if (o.cmd == "recv")
+		return cmd_recv(o);
+	if (o.cmd == "rate")
+		return cmd_rate(o);
+	die("unknown command " + o.cmd);
+}

@@ -38,26 +38,13 @@ link h1 s1
 link h2 s1
 )";
 
-// Return: tx packets of `ifname` in namespace `ns` (rtnl link stats through getifaddrs).
+// Return: tx packets of `ifname` in namespace `ns`.
 Result<uint64_t> tx_packets(const std::string &ns, const std::string &ifname)
 {
-	NetnsScope scope(ns);
-	QN_TRY(scope.status());
-	ifaddrs *ifa = nullptr;
-	if (getifaddrs(&ifa) < 0)
-		return sys_error(errno, "getifaddrs in " + ns);
-	uint64_t v = 0;
-	bool found = false;
-	for (ifaddrs *i = ifa; i; i = i->ifa_next) {
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_PACKET && ifname == i->ifa_name && i->ifa_data) {
-			v = static_cast<rtnl_link_stats *>(i->ifa_data)->tx_packets;
-			found = true;
-		}
-	}
-	freeifaddrs(ifa);
-	if (!found)
-		return make_error("no interface " + ifname + " in " + ns);
-	return v;
+	auto c = if_counters(ns, ifname);
+	if (!c)
+		return c.error();
+	return c->tx_packets;
 }
 
 struct Guard {

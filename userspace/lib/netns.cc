@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <optional>
+#include <sstream>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -87,6 +89,42 @@ Status ensure_bpffs()
 	if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") < 0)
 		return sys_error(errno, "mount bpffs on /sys/fs/bpf");
 	return ok_status();
+}
+
+Result<IfCounters> if_counters(const std::string &netns, const std::string &ifname)
+{
+	std::optional<NetnsScope> scope;
+	if (!netns.empty()) {
+		scope.emplace(netns);
+		QN_TRY(scope->status());
+	}
+	// /proc/thread-self/net follows this thread's namespace (setns), unlike /sys/class/net.
+	std::ifstream f("/proc/thread-self/net/dev");
+	if (!f)
+		return sys_error(errno, "open /proc/thread-self/net/dev");
+	std::string line;
+	while (std::getline(f, line)) {
+		auto colon = line.find(':');
+		if (colon == std::string::npos)
+			continue;
+		std::string name = line.substr(0, colon);
+		name.erase(0, name.find_first_not_of(' '));
+		if (name != ifname)
+			continue;
+		IfCounters c;
+		uint64_t v[16] = {};
+		std::istringstream in(line.substr(colon + 1));
+		for (auto &x : v)
+			in >> x;
+		c.rx_bytes = v[0];
+		c.rx_packets = v[1];
+		c.rx_dropped = v[3];
+		c.tx_bytes = v[8];
+		c.tx_packets = v[9];
+		c.tx_dropped = v[11];
+		return c;
+	}
+	return make_error("no interface " + ifname + " in namespace " + (netns.empty() ? "(current)" : netns));
 }
 
 Status remove_tree(const std::string &path)

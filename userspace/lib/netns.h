@@ -3,6 +3,7 @@
 // sysctls, and keep bpffs mounted.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,13 @@ Status write_sysctl(const std::string &key, const std::string &value);
 
 // Mount bpffs on /sys/fs/bpf if it is not there. Return: error when mounting fails.
 Status ensure_bpffs();
+
+// 64-bit interface counters, from /proc/thread-self/net/dev inside `netns` ("" = current).
+struct IfCounters {
+	uint64_t rx_bytes = 0, rx_packets = 0, rx_dropped = 0;
+	uint64_t tx_bytes = 0, tx_packets = 0, tx_dropped = 0;
+};
+Result<IfCounters> if_counters(const std::string &netns, const std::string &ifname);
 
 // Remove a directory tree of pins (bpffs allows unlink/rmdir). Missing is not an error.
 Status remove_tree(const std::string &path);

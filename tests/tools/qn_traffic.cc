@@ -2,11 +2,12 @@
 //
 //   qn_traffic send --netns NS --dev IF --dst-mac MAC --src-ip A --dst-ip B [--size BYTES]
 //                   [--rate BPS] [--seconds S] [--count N] [--flows K] [--opcode OP] [--dport P]
-//                   [--tos T] [--ring] [--stamp]
+//                   [--tos T] [--ring] [--stamp] [--seq-base N]
 //       AF_PACKET sender (QDISC_BYPASS: the host NIC does not queue). --ring uses a
 //       PACKET_TX_RING, whose skbs are non-linear. --rate paces in wire bits (frame + 24 B).
 //       --stamp puts {magic, send time, sequence, flow} into the payload and fills the rest
 //       with a pattern derived from the sequence, so the receiver can verify every byte.
+//       Senders feeding one receiver need disjoint --seq-base ranges.
 //   qn_traffic recv --netns NS --dev IF --seconds S [--expect N]
 //       Receives stamped frames, verifies content, reports per class (data/control) count and
 //       one-way delay percentiles (sender and receiver share CLOCK_MONOTONIC), duplicates,
@@ -50,6 +51,7 @@ struct Opts {
 	double warmup = 0;
 	uint64_t count = 0;
 	uint64_t expect = UINT64_MAX;
+	uint64_t seq_base = 0;
 	int flows = 1;
 	int opcode = QN_OP_RC_SEND_ONLY;
 	int dport = QN_ROCE_UDP_PORT;
@@ -113,6 +115,8 @@ Opts parse(int argc, char **argv)
 			o.warmup = std::stod(val());
 		else if (a == "--count")
 			o.count = std::stoull(val());
+		else if (a == "--seq-base")
+			o.seq_base = std::stoull(val());
 		else if (a == "--expect")
 			o.expect = std::stoull(val());
 		else if (a == "--flows")
@@ -204,8 +208,10 @@ int cmd_send(const Opts &o)
 			double due = double(seq) * wire_bits_per_frame / o.rate;
 			double el = std::chrono::duration<double>(now - start).count();
 			if (el < due) {
-				if (due - el > 200e-6)
-					std::this_thread::sleep_for(std::chrono::duration<double>(due - el - 100e-6));
+				// Sleep until ~30 us before the deadline, spin the rest: a spinning
+				// prober must not starve the flows it measures on a 2-core machine.
+				if (due - el > 50e-6)
+					std::this_thread::sleep_for(std::chrono::duration<double>(due - el - 30e-6));
 				continue;
 			}
 		}
@@ -215,7 +221,7 @@ int cmd_send(const Opts &o)
 		if (o.stamp) {
 			frames.clear();
 			for (size_t i = 0; i < want; i++) {
-				frames.push_back(make_frame(o, seq + i, src));
+				frames.push_back(make_frame(o, o.seq_base + seq + i, src));
 				put64(&frames.back()[hdr + 8], mono_ns());
 			}
 		} else {

@@ -197,7 +197,8 @@ int cmd_send(const Opts &o)
 	auto start = std::chrono::steady_clock::now();
 	auto deadline = start + std::chrono::duration<double>(o.seconds);
 	double wire_bits_per_frame = double(std::max<size_t>(o.size, hdr + kStampLen) + 24) * 8;
-	std::vector<Bytes> frames;
+	std::vector<Bytes> frames, templates;
+	std::vector<const Bytes *> ptrs;
 	while (true) {
 		auto now = std::chrono::steady_clock::now();
 		if (o.count ? seq >= o.count : now >= deadline)
@@ -225,21 +226,27 @@ int cmd_send(const Opts &o)
 				put64(&frames.back()[hdr + 8], mono_ns());
 			}
 		} else {
-			// Unstamped load: build one batch once and resend it (building 9 KB frames
-			// byte by byte per send made this sender CPU-bound at ~2 Gbit/s).
-			if (frames.size() != want) {
+			// Unstamped load: one prebuilt frame per flow, copied per send (building 9 KB
+			// frames byte by byte per send made this sender CPU-bound at ~2 Gbit/s).
+			if (templates.empty())
+				for (int f = 0; f < o.flows; f++)
+					templates.push_back(make_frame(o, uint64_t(f), src));
+			ptrs.resize(want);
+			for (size_t i = 0; i < want; i++)
+				ptrs[i] = &templates[(seq + i) % templates.size()];
+			if (o.ring) {
 				frames.clear();
-				for (size_t i = 0; i < want; i++)
-					frames.push_back(make_frame(o, seq + i, src));
+				for (auto *p : ptrs)
+					frames.push_back(*p);
 			}
 		}
-		auto r = o.ring ? sock->ring_send(frames) : sock->send_batch(frames);
+		auto r = o.ring ? sock->ring_send(frames) : o.stamp ? sock->send_batch(frames) : sock->send_batch(ptrs);
 		if (!r)
 			die(r.error().to_string());
 		for (size_t i = 0; i < *r; i++)
-			bytes += frames[i].size();
+			bytes += o.stamp || o.ring ? frames[i].size() : ptrs[i]->size();
 		seq += *r;
-		if (*r < frames.size())
+		if (*r < want)
 			std::this_thread::sleep_for(std::chrono::microseconds(20));
 	}
 	// Let a TX ring drain before the socket closes.

@@ -86,13 +86,22 @@ RawSocket::~RawSocket()
 
 Result<size_t> RawSocket::send_batch(const std::vector<Bytes> &frames)
 {
+	std::vector<const Bytes *> ptrs;
+	ptrs.reserve(frames.size());
+	for (const auto &f : frames)
+		ptrs.push_back(&f);
+	return send_batch(ptrs);
+}
+
+Result<size_t> RawSocket::send_batch(const std::vector<const Bytes *> &frames)
+{
 	size_t sent = 0;
 	while (sent < frames.size()) {
 		mmsghdr msgs[64];
 		iovec iov[64];
 		unsigned n = 0;
 		for (; n < 64 && sent + n < frames.size(); n++) {
-			const Bytes &f = frames[sent + n];
+			const Bytes &f = *frames[sent + n];
 			iov[n].iov_base = const_cast<uint8_t *>(f.data());
 			iov[n].iov_len = f.size();
 			msgs[n] = mmsghdr{};

@@ -27,6 +27,8 @@ public:
 
 	// Send frames with one sendmmsg() per 64. Return: frames accepted by the kernel.
 	Result<size_t> send_batch(const std::vector<Bytes> &frames);
+	// The same without copies: frames by pointer.
+	Result<size_t> send_batch(const std::vector<const Bytes *> &frames);
 	// Set up a TX ring of `slots` frames of at most `frame_max` bytes.
 	Status enable_tx_ring(uint32_t slots, uint32_t frame_max);
 	// Queue frames into the TX ring and kick. Return: frames queued (stops when the ring is full).

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# netns: leaf-spine comes up in under 10 s; `up` is idempotent; hosts reach each other across
+# spines; ECMP uses both spines; `down` leaves no namespace, veth, pin or state file, also
+# after an `up` that was killed half-way.
+source "$(dirname "$0")/lib.sh"
+
+topo=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/leafspine.topo")")
+
+leftovers() {
+	local n
+	n=$(ip netns list | awk '{print $1}' | grep -c "^qn-${TOPO_NAME}-" || true)
+	[ "$n" -eq 0 ] || echo "namespaces: $n"
+	[ ! -e "/sys/fs/bpf/quench/${TOPO_NAME}" ] || echo "pins: /sys/fs/bpf/quench/${TOPO_NAME}"
+	[ ! -e "/run/quench/${TOPO_NAME}.topo" ] || echo "state: /run/quench/${TOPO_NAME}.topo"
+	# veths live inside the namespaces; none may be left in the root namespace
+	if ip -o link show | grep -E "(h[0-9]+-eth0|leaf[0-9]-p|spine[0-9]-p)" | grep -q .; then
+		echo "veths in the root namespace"
+	fi
+}
+
+start=$(date +%s.%N)
+"$QUENCH" topo up "$topo" >"$WORK/up.out"
+secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
+cat "$WORK/up.out"
+awk -v t="$secs" 'BEGIN { exit t < 10 ? 0 : 1 }' || fail "leaf-spine took ${secs} s to come up (limit 10 s)"
+
+"$QUENCH" topo up "$topo" 2>&1 | grep -q "already up" || fail "second up was not a no-op"
+
+ip netns exec "$(ns h1)" ping -c 2 -i 0.2 -W 1 "$(host_ip h16)" >/dev/null || fail "ping h1 -> h16 failed"
+ip netns exec "$(ns h6)" ping -c 2 -i 0.2 -W 1 "$(host_ip h11)" >/dev/null || fail "ping h6 -> h11 failed"
+
+# ECMP: 64 flows from h1 to h16 must use both spines.
+"$TRAFFIC" send --netns "$(ns h1)" --dev h1-eth0 --dst-mac "$(gw_mac h1)" --src-ip "$(host_ip h1)" \
+	--dst-ip "$(host_ip h16)" --count 640 --size 200 --flows 64 --rate 50e6 >/dev/null
+s1=$("$QUENCH" switch stats "${TOPO_NAME}/spine1" | awk '$2 ~ /-p1$/ {print $4}')
+s2=$("$QUENCH" switch stats "${TOPO_NAME}/spine2" | awk '$2 ~ /-p1$/ {print $4}')
+echo "frames from leaf1 at spine1: $s1, at spine2: $s2"
+[ "${s1:-0}" != "0" ] && [ "${s2:-0}" != "0" ] || fail "ECMP used one spine only ($s1 / $s2)"
+
+"$QUENCH" topo down "$topo"
+left=$(leftovers)
+[ -z "$left" ] || fail "after down: $left"
+
+# An up killed half-way, then down.
+"$QUENCH" topo up "$topo" >/dev/null 2>&1 &
+upid=$!
+sleep 0.15
+kill -9 $upid 2>/dev/null || true
+wait $upid 2>/dev/null || true
+partial=$(ip netns list | grep -c "^qn-${TOPO_NAME}-" || true)
+echo "namespaces left by the killed up: $partial"
+"$QUENCH" topo down "$topo"
+left=$(leftovers)
+[ -z "$left" ] || fail "after a killed up and down: $left"
+
+pass "leaf-spine up in ${secs} s, idempotent, ECMP over both spines, down leaves nothing"

@@ -32,6 +32,9 @@ int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 	// accept (idempotent attach); libbpf still prints the kernel's extack for it.
 	if (!g_libbpf_verbose && std::strstr(buf, "Exclusivity flag on"))
 		return 0;
+	// Likewise detaching an egress filter that is not there (-ENOENT, accepted).
+	if (!g_libbpf_verbose && std::strstr(buf, "Cannot find specified filter chain"))
+		return 0;
 	return std::fputs(buf, stderr);
 }
 

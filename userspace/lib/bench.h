@@ -10,8 +10,8 @@
 namespace qn {
 
 struct BenchOptions {
-	double seconds = 3.0;   // per round per variant
-	int rounds = 3;
+	double seconds = 1.0;   // per round per variant
+	int rounds = 10;
 	size_t frame_bytes = 64;
 	int senders = 1;        // AF_PACKET sender threads in the sending host
 	uint32_t testrun_repeat = 20000; // single TEST_RUN calls whose median is reported

@@ -53,8 +53,8 @@ struct Args {
 	bool no_steering = false;
 	bool verbose = false;
 	double watch = -1;
-	double seconds = 3.0;
-	int rounds = 3;
+	double seconds = 1.0;
+	int rounds = 10;
 	size_t size = 64;
 	int senders = 1;
 };

@@ -84,14 +84,8 @@ struct SwitchFixture {
 		std::vector<qn_port_stats> v(static_cast<size_t>(ncpu));
 		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(skel->maps.qn_port_stats), &port_no, v.data()) == 0);
 		qn_port_stats sum{};
-		for (const auto &s : v) {
-			sum.rx_pkts += s.rx_pkts;
-			sum.tx_pkts += s.tx_pkts;
-			sum.tx_ctrl_pkts += s.tx_ctrl_pkts;
-			sum.tx_data_pkts += s.tx_data_pkts;
-			for (int i = 0; i < QN_DROP_MAX; i++)
-				sum.drops[i] += s.drops[i];
-		}
+		for (const auto &s : v)
+			accumulate(sum, s);
 		return sum;
 	}
 	uint64_t orphan(uint32_t reason)

@@ -12,7 +12,6 @@ TEST_NAME=$(basename "$0" .sh)
 TOPO_NAME=$(printf 't%05d%04x' $(($$ % 100000)) $((RANDOM % 65536)))
 WORK=$(mktemp -d "/tmp/quench-${TEST_NAME}.XXXXXX")
 BG_PIDS=()
-TOPO_FILES=()
 
 skip() {
 	echo "SKIP ${TEST_NAME}: $*"
@@ -32,9 +31,9 @@ cleanup() {
 		[ -n "$p" ] && kill "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	for f in "${TOPO_FILES[@]:-}"; do
-		[ -n "$f" ] && "$QUENCH" topo down "$f" >/dev/null 2>&1 || true
-	done
+	# By name, not by file: write_topo runs inside $(...), a subshell, so it cannot record
+	# anything for this trap; everything a test brings up is named after TOPO_NAME.
+	"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null 2>&1 || true
 	rm -rf "$WORK"
 	exit $rc
 }
@@ -46,19 +45,35 @@ for tool in ip tc; do
 	command -v "$tool" >/dev/null || skip "missing $tool"
 done
 
-# write_topo BODY: write a topology file named after this test and register it for teardown.
-# Return (stdout): the file path.
+# write_topo BODY: write a topology file named after this test (the EXIT trap removes
+# whatever runs under that name). Return (stdout): the file path.
 write_topo() {
 	local f="$WORK/${TOPO_NAME}.topo"
 	{
 		echo "name ${TOPO_NAME}"
 		printf '%s\n' "$1"
 	} >"$f"
-	TOPO_FILES+=("$f")
 	echo "$f"
 }
 
 ns() { echo "qn-${TOPO_NAME}-$1"; }
+
+# write_dumbbell BOTTLENECK [MTU] [HOST_RATE]: the dumbbell (h1, h2 on s1; h3, h4 on s2) with
+# the s1-s2 link at BOTTLENECK. Return (stdout): the file path.
+write_dumbbell() {
+	write_topo "defaults rate=${3:-10Gbps} mtu=${2:-2048} delay=1us
+switch s1
+switch s2
+host h1
+host h2
+host h3
+host h4
+link h1 s1
+link h2 s1
+link s1 s2 rate=$1
+link s2 h3
+link s2 h4"
+}
 
 # Background a command, remember its pid for cleanup. Output goes to $WORK/<label>.out.
 bg() {

@@ -3,21 +3,7 @@
 # a sendmmsg sender, with every byte verified at the receivers, no drops, and ping working.
 source "$(dirname "$0")/lib.sh"
 
-topo=$(write_topo "$(cat <<'T'
-defaults rate=10Gbps mtu=2048 delay=1us
-switch s1
-switch s2
-host h1
-host h2
-host h3
-host h4
-link h1 s1
-link h2 s1
-link s1 s2
-link s2 h3
-link s2 h4
-T
-)")
+topo=$(write_dumbbell 10Gbps)
 "$QUENCH" topo up "$topo" >/dev/null
 
 H3=$(host_ip h3); H4=$(host_ip h4); H1=$(host_ip h1); H2=$(host_ip h2)

@@ -8,21 +8,7 @@ source "$(dirname "$0")/lib.sh"
 
 check_rate() {
 	local gbps=$1
-	topo=$(write_topo "$(cat <<T
-defaults rate=20Gbps mtu=9000 delay=1us
-switch s1
-switch s2
-host h1
-host h2
-host h3
-host h4
-link h1 s1
-link h2 s1
-link s1 s2 rate=${gbps}Gbps
-link s2 h3
-link s2 h4
-T
-)")
+	topo=$(write_dumbbell ${gbps}Gbps 9000 20Gbps)
 	"$QUENCH" topo up "$topo" 2>/dev/null >/dev/null
 	local H1 H2 H3 H4 M1 M2
 	H1=$(host_ip h1); H2=$(host_ip h2); H3=$(host_ip h3); H4=$(host_ip h4)

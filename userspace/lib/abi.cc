@@ -3,6 +3,19 @@
 
 namespace qn {
 
+void accumulate(qn_port_stats &a, const qn_port_stats &b)
+{
+	a.rx_pkts += b.rx_pkts;
+	a.rx_bytes += b.rx_bytes;
+	a.tx_pkts += b.tx_pkts;
+	a.tx_bytes += b.tx_bytes;
+	a.tx_ctrl_pkts += b.tx_ctrl_pkts;
+	a.tx_data_pkts += b.tx_data_pkts;
+	a.rx_nonlinear += b.rx_nonlinear;
+	for (int i = 0; i < QN_DROP_MAX; i++)
+		a.drops[i] += b.drops[i];
+}
+
 std::string drop_reason_name(unsigned reason)
 {
 	switch (reason) {

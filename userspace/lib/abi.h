@@ -22,6 +22,9 @@ static_assert(QN_HTB_CLASS_DATA == (QN_HTB_HANDLE | 0x20), "data class must be 1
 
 namespace qn {
 
+// Add b's counters to a (summing per-CPU values).
+void accumulate(qn_port_stats &a, const qn_port_stats &b);
+
 // Return: the short name of a drop reason ("no_route"), or "reason_N" when unknown.
 std::string drop_reason_name(unsigned reason);
 // Return: the short name of a packet class ("control").

@@ -23,19 +23,6 @@ struct Fd {
 	}
 };
 
-void add(qn_port_stats &a, const qn_port_stats &b)
-{
-	a.rx_pkts += b.rx_pkts;
-	a.rx_bytes += b.rx_bytes;
-	a.tx_pkts += b.tx_pkts;
-	a.tx_bytes += b.tx_bytes;
-	a.tx_ctrl_pkts += b.tx_ctrl_pkts;
-	a.tx_data_pkts += b.tx_data_pkts;
-	a.rx_nonlinear += b.rx_nonlinear;
-	for (int i = 0; i < QN_DROP_MAX; i++)
-		a.drops[i] += b.drops[i];
-}
-
 std::string human(double v)
 {
 	char buf[32];
@@ -86,7 +73,7 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 		if (bpf_map_lookup_elem(stats.fd, &idx, percpu.data()))
 			return sys_error(errno, "read qn_port_stats[" + std::to_string(idx) + "]");
 		for (const auto &s : percpu)
-			add(pc.s, s);
+			accumulate(pc.s, s);
 		c.ports.push_back(pc);
 	}
 	std::vector<uint64_t> vals(static_cast<size_t>(ncpu));

@@ -23,7 +23,8 @@ const char *kUsage = R"(usage: quench COMMAND ...
   topo check FILE [--param K=V]... [--name NAME]   parse, derive and print a topology (no root)
   topo up FILE [--param K=V]... [--name NAME] [--dilation D] [--no-steering]
                                                     bring a topology up (idempotent)
-  topo down FILE [--name NAME] | --all              remove what `topo up` made
+  topo down FILE [--name NAME] | --name NAME | --all
+                                                    remove what `topo up` made
   topo show                                         running topologies, ports, addresses
   switch stats [TOPO/SWITCH|SWITCH] [--watch [SECONDS]]
                                                     per-port counters from the pinned maps
@@ -164,6 +165,10 @@ int cmd_topo(const Args &a)
 	}
 	if (sub == "down" && a.all) {
 		auto s = qn::topo_down_all();
+		return s.ok() ? 0 : fail(s.error().to_string());
+	}
+	if (sub == "down" && a.pos.size() == 2 && !a.name.empty()) {
+		auto s = qn::topo_down(a.name);
 		return s.ok() ? 0 : fail(s.error().to_string());
 	}
 	if (a.pos.size() != 3)

@@ -116,8 +116,8 @@ std::string parse_args(int argc, char **argv, Args &a)
 		} else if (s == "--rounds" || s == "--size" || s == "--senders") {
 			const char *v = need(s.c_str());
 			double d;
-			if (!v || !parse_num(v, d) || d < 1)
-				return s + " needs a positive integer";
+			if (!v || !parse_num(v, d) || d < 1 || d > 1e6)
+				return s + " needs an integer in [1, 1000000]";
 			if (s == "--rounds")
 				a.rounds = int(d);
 			else if (s == "--size")

@@ -355,7 +355,12 @@ int cmd_rate(const Opts &o)
 
 int main(int argc, char **argv)
 {
-	Opts o = parse(argc, argv);
+	Opts o;
+	try {
+		o = parse(argc, argv);
+	} catch (const std::exception &e) {
+		die(std::string("bad number in the arguments (") + e.what() + ")");
+	}
 	if (o.cmd == "send")
 		return cmd_send(o);
 	if (o.cmd == "recv")

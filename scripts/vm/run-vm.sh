@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# run-vm.sh KERNEL_DIR WORK COMMAND_FILE [CWD]: boot that kernel under QEMU (KVM when usable,
+# TCG otherwise) with the host root shared read-only, WORK shared read-write and the kernel's
+# modules shared, no network card; run COMMAND_FILE (bash) inside with CWD as working folder.
+# Exits with the command's exit code; WORK/console.log is the console, WORK/output.log the
+# command's output. A VM that does not power off within QN_VM_TIMEOUT seconds (default 1200)
+# is killed and the run fails.
+set -euo pipefail
+KDIR=${1:?usage: run-vm.sh KERNEL_DIR WORK COMMAND_FILE [CWD]}
+WORK=${2:?}
+CMD=${3:?}
+CWD=${4:-$(pwd)}
+HERE=$(cd "$(dirname "$0")" && pwd)
+VER=$(cat "$KDIR/version")
+
+command -v qemu-system-x86_64 >/dev/null || { echo "run-vm: qemu-system-x86 is not installed" >&2; exit 2; }
+initrd="$KDIR/../.initramfs-$(basename "$KDIR").img"
+if [ ! -f "$initrd" ] || [ "$HERE/make-initramfs.sh" -nt "$initrd" ]; then
+	"$HERE/make-initramfs.sh" "$KDIR" "$initrd" >/dev/null
+fi
+
+mkdir -p "$WORK/kernel"
+cp "$HERE/guest-init.sh" "$WORK/guest-init.sh"
+cp "$CMD" "$WORK/command"
+echo "$CWD" >"$WORK/cwd"
+rm -f "$WORK/exit-code" "$WORK/output.log"
+
+# KVM only where it really works: a writable /dev/kvm, hardware virtualisation flags, and not
+# the PVM host module these machines have (QEMU aborts or the guest dies early there).
+accel="tcg,thread=multi"
+cpu="max"
+if [ -w /dev/kvm ] && grep -q -E '\b(vmx|svm)\b' /proc/cpuinfo && [ ! -d /sys/module/kvm_pvm ]; then
+	accel=kvm
+	cpu=host
+fi
+echo "$accel" >"$WORK/accel"
+
+timeout --foreground -k 10 "${QN_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
+	-accel "$accel" -cpu "$cpu" -smp 2 -m 2048 \
+	-nographic -no-reboot -monitor none -serial stdio \
+	-kernel "$KDIR/boot/vmlinuz-$VER" -initrd "$initrd" \
+	-append "console=ttyS0 panic=-1 loglevel=3 quiet" \
+	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+	-virtfs "local,path=$WORK,mount_tag=work,security_model=none,multidevs=remap" \
+	-virtfs "local,path=$KDIR,mount_tag=kernel,security_model=none,readonly=on,multidevs=remap" \
+	-nic none </dev/null >"$WORK/console.log" 2>&1 || true
+
+if [ ! -f "$WORK/exit-code" ]; then
+	echo "run-vm: the VM ended without an exit code (timeout or crash); console:" >&2
+	tail -30 "$WORK/console.log" >&2
+	exit 3
+fi
+exit "$(cat "$WORK/exit-code")"

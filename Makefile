@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test clean
+.PHONY: all deps configure build run test vmtest clean
 
 all: build
 
@@ -23,6 +23,11 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+# All kernels of scripts/vm/kernels.conf (or KERNEL=name), the VM part of the suite in each.
+vmtest: deps
+	@$(MAKE) --no-print-directory build
+	@bash scripts/vmtest.sh --build $(BUILD) $(KERNEL)
 
 clean:
 	@rm -rf $(BUILD)

@@ -13,6 +13,9 @@ PKGS=(
 	catch2 iproute2 iputils-ping tcpdump ethtool procps
 	# results and plots (issue 7 uses it; installed now so `make run` never fetches mid-run)
 	gnuplot-nox
+	# kernels in VMs (scripts/vmtest.sh) and Soft-RoCE inside them
+	qemu-system-x86 busybox-static cpio kmod xz-utils zstd
+	rdma-core ibverbs-utils libibverbs-dev perftest rdmacm-utils
 )
 
 missing=()

@@ -13,18 +13,24 @@ leftovers() {
 	[ ! -e "/sys/fs/bpf/quench/${TOPO_NAME}" ] || echo "pins: /sys/fs/bpf/quench/${TOPO_NAME}"
 	[ ! -e "/run/quench/${TOPO_NAME}.topo" ] || echo "state: /run/quench/${TOPO_NAME}.topo"
 	# veths live inside the namespaces; none may be left in the root namespace
-	if ip -o link show | grep -E "(h[0-9]+-eth0|leaf[0-9]-p|spine[0-9]-p)" | grep -q .; then
-		echo "veths in the root namespace"
-	fi
+	local v
+	v=$(ip -o link show | grep -c -E "(h[0-9]+-eth0|leaf[0-9]-p|spine[0-9]-p)" || true)
+	[ "$v" -eq 0 ] || echo "veths in the root namespace: $v"
 }
 
 start=$(date +%s.%N)
 "$QUENCH" topo up "$topo" >"$WORK/up.out"
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
 cat "$WORK/up.out"
-awk -v t="$secs" 'BEGIN { exit t < 10 ? 0 : 1 }' || fail "leaf-spine took ${secs} s to come up (limit 10 s)"
+if [ -n "${QN_IN_VM:-}" ]; then
+	echo "under emulation: bring-up took ${secs} s (not asserted; TCG is slow)"
+else
+	awk -v t="$secs" 'BEGIN { exit t < 10 ? 0 : 1 }' || fail "leaf-spine took ${secs} s to come up (limit 10 s)"
+fi
 
-"$QUENCH" topo up "$topo" 2>&1 | grep -q "already up" || fail "second up was not a no-op"
+# (captured first: `| grep -q` would close the pipe early and, with pipefail, fail on SIGPIPE)
+second=$("$QUENCH" topo up "$topo" 2>&1) || fail "second up failed: $second"
+grep -q "already up" <<<"$second" || fail "second up was not a no-op: $second"
 
 ip netns exec "$(ns h1)" ping -c 2 -i 0.2 -W 1 "$(host_ip h16)" >/dev/null || fail "ping h1 -> h16 failed"
 ip netns exec "$(ns h6)" ping -c 2 -i 0.2 -W 1 "$(host_ip h11)" >/dev/null || fail "ping h6 -> h11 failed"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# guest-suite.sh BUILD: the kernel-dependent part of quench's tests, run inside a VM kernel
+# (scripts/vmtest.sh boots it). Writes one line per test to /mnt/results.txt:
+#   NAME pass|fail|skip REASON
+# and each test's output to /mnt/logs/NAME.log. Tests with timing assertions are not run
+# under emulation (TCG is slow and jittery); they are listed as skipped with that reason.
+set -uo pipefail
+BUILD=${1:?usage: guest-suite.sh BUILD}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${QN_VM_OUT:-/mnt}
+mkdir -p "$OUT/logs"
+: >"$OUT/results.txt"
+
+record() { echo "$1 $2 ${3:-}" >>"$OUT/results.txt"; echo "== $1: $2 ${3:-}"; }
+
+# run_test NAME CMD...: exit 0 pass, 77 skip (reason: the SKIP line), else fail (reason: last line).
+run_test() {
+	local name=$1
+	shift
+	local log="$OUT/logs/$name.log" rc=0
+	timeout 900 "$@" >"$log" 2>&1 || rc=$?
+	case $rc in
+	0) record "$name" pass ;;
+	77) record "$name" skip "$(grep -h -m1 'SKIP' "$log" | sed 's/^SKIP [^:]*: //' | tr ' ' '_')" ;;
+	*) record "$name" fail "$(grep -v '^\s*$' "$log" | tail -1 | cut -c1-120 | tr ' ' '_')" ;;
+	esac
+}
+
+G="$BUILD/gen"
+run_test verifier_gate "$BUILD/tests/qn_verifier_gate" "$G/qn_switch.bpf.o" "$G/qn_bare.bpf.o" "$G/qn_steer.bpf.o"
+run_test verifier_gate_rejects_broken "$BUILD/tests/qn_verifier_gate" --expect-fail "$G/qn_broken_fixture.bpf.o"
+run_test unit "$BUILD/tests/qn_unit_tests"
+run_test bpf_prog_test_run "$BUILD/tests/qn_bpf_tests"
+run_test netns_forward_dumbbell bash "$ROOT/tests/netns/test_forward_dumbbell.sh" "$BUILD/quench" "$BUILD/qn_traffic"
+run_test netns_topo_lifecycle bash "$ROOT/tests/netns/test_topo_lifecycle.sh" "$BUILD/quench" "$BUILD/qn_traffic"
+record netns_htb_rate skip "timing_assertions_(rates_within_2%)_are_not_run_under_emulation"
+record netns_control_class skip "timing_assertions_(delay_ratios)_are_not_run_under_emulation"
+run_test rxe_smoke bash "$ROOT/tests/vm/test_rxe_smoke.sh"
+! grep -q ' fail' "$OUT/results.txt"

@@ -20,6 +20,10 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "SKIP vmtest: needs root (QEMU shares /, the guest runs BPF and namespaces)"; exit 77; }
+# The project and build folders are shared explicitly: the guest mounts tmpfs over /tmp and
+# /run, which would hide a clone living there.
+export QN_VM_SHARES="$ROOT"
+case "$BUILD/" in "$ROOT"/*) ;; *) QN_VM_SHARES="$ROOT $BUILD" ;; esac
 if [ -n "$run_cmd" ]; then
 	[ ${#kernels[@]} -eq 1 ] || { echo "vmtest: --run needs exactly one KERNEL" >&2; exit 2; }
 	layout=$(awk -v n="${kernels[0]}" '$1 == n {print $4}' "$ROOT/scripts/vm/kernels.conf")

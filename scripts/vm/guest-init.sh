@@ -12,6 +12,13 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t bpf bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+# Extra shares (the project and build folders) at their host paths, over the fresh tmpfs.
+while read -r tag path; do
+	[ -n "$tag" ] || continue
+	mkdir -p "$path" 2>/dev/null
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=524288 "$tag" "$path" ||
+		echo "guest: cannot mount share $tag on $path"
+done </mnt/shares
 # The host root has no /lib/modules for this kernel: modprobe -d /mnt/kernel finds them, and
 # the kernel's own request_module() goes through this wrapper.
 cat >/run/qn-modprobe <<'W'

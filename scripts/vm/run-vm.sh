@@ -2,7 +2,9 @@
 # run-vm.sh KERNEL_DIR WORK COMMAND_FILE [CWD]: boot that kernel under QEMU (KVM when usable,
 # TCG otherwise) with the host root shared read-only, WORK shared read-write and the kernel's
 # modules shared, no network card; run COMMAND_FILE (bash) inside with CWD as working folder.
-# Exits with the command's exit code; WORK/console.log is the console, WORK/output.log the
+# Folders listed in QN_VM_SHARES (space-separated) are shared read-only too and mounted at
+# the same path in the guest, after its tmpfs mounts: a project cloned under /tmp stays
+# visible. Exits with the command's exit code; WORK/console.log is the console, WORK/output.log the
 # command's output. A VM that does not power off within QN_VM_TIMEOUT seconds (default 1200)
 # is killed and the run fails.
 set -euo pipefail
@@ -24,6 +26,15 @@ cp "$HERE/guest-init.sh" "$WORK/guest-init.sh"
 cp "$CMD" "$WORK/command"
 echo "$CWD" >"$WORK/cwd"
 rm -f "$WORK/exit-code" "$WORK/output.log"
+shares=()
+: >"$WORK/shares"
+i=0
+for p in ${QN_VM_SHARES:-}; do
+	[ -d "$p" ] || continue
+	i=$((i + 1))
+	shares+=(-virtfs "local,path=$p,mount_tag=qnshare$i,security_model=none,readonly=on,multidevs=remap")
+	echo "qnshare$i $p" >>"$WORK/shares"
+done
 
 # KVM only where it really works: a writable /dev/kvm, hardware virtualisation flags, and not
 # the PVM host module these machines have (QEMU aborts or the guest dies early there).
@@ -43,6 +54,7 @@ timeout --foreground -k 10 "${QN_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 	-virtfs "local,path=$WORK,mount_tag=work,security_model=none,multidevs=remap" \
 	-virtfs "local,path=$KDIR,mount_tag=kernel,security_model=none,readonly=on,multidevs=remap" \
+	"${shares[@]}" \
 	-nic none </dev/null >"$WORK/console.log" 2>&1 || true
 
 if [ ! -f "$WORK/exit-code" ]; then

@@ -41,4 +41,73 @@ struct {
 	__type(value, __u64);
 } qn_orphan_drops SEC(".maps");
 
+/* qn_swcfg: run-time switch configuration (single entry). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct qn_swcfg);
+} qn_swcfg SEC(".maps");
+
+/* qn_qstate: per egress port queue state, shared by all CPUs (atomics). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, QN_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct qn_qstate);
+} qn_qstate SEC(".maps");
+
+/* qn_buffer: bytes of the shared buffer in use (accounted), single entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} qn_buffer SEC(".maps");
+
+/* qn_qdepth_override: per port, tests only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, QN_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct qn_qdepth_override);
+} qn_qdepth_override SEC(".maps");
+
+/* qn_dev_port: egress net_device pointer -> port_no, so the system-wide dequeue tracepoint
+ * recognises this switch's ports. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, QN_MAX_PORTS);
+	__type(key, __u64);
+	__type(value, __u32);
+} qn_dev_port SEC(".maps");
+
+/* qn_pfc_acct: per (ingress port, priority) PFC accounting. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, QN_MAX_PORTS * QN_NUM_PRIOS);
+	__type(key, __u32);
+	__type(value, struct qn_pfc_acct);
+} qn_pfc_acct SEC(".maps");
+
+/* qn_pfc_events: XOFF/XON requests for the control thread (struct qn_pfc_event). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} qn_pfc_events SEC(".maps");
+
+/* qn_qsamples: dequeue-time queue samples (struct qn_qsample). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} qn_qsamples SEC(".maps");
+
+/* qn_recirc: ifindex of the recirculation device (single entry, 0 = none). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} qn_recirc SEC(".maps");
+
 #endif /* QN_MAPS_H */

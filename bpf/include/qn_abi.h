@@ -103,7 +103,8 @@ enum qn_drop_reason {
 	QN_DROP_VLAN_DEPTH = 11,    /* more than QN_VLAN_MAX_DEPTH tags */
 	QN_DROP_PFC_FRAME = 12,     /* PFC from a switch: consumed (enforcement arrives with issue 4) */
 	QN_DROP_REDIRECT = 13,      /* bpf_redirect refused the egress ifindex */
-	QN_DROP_MAX = 14,
+	QN_DROP_BUFFER = 14,        /* shared-buffer admission (dynamic threshold) refused it */
+	QN_DROP_MAX = 15,
 };
 
 /* ---- packet classes, as the parser sees them ---- */
@@ -138,6 +139,7 @@ struct qn_nexthop {
 	__u32 ifindex;    /* egress port (validated inside the switch namespace) */
 	__u8 dmac[6];     /* neighbour MAC (host or next switch's port) */
 	__u8 smac[6];     /* egress port MAC */
+	__u32 port_no;    /* egress port number (index into the per-port maps) */
 };
 
 struct qn_fib_val {
@@ -155,6 +157,13 @@ struct qn_port_stats {
 	__u64 tx_ctrl_pkts;   /* packets classified into the control class at egress */
 	__u64 tx_data_pkts;   /* packets classified into the data class at egress */
 	__u64 rx_nonlinear;   /* frames whose headers were not in the linear area (pulled) */
+	__u64 ecn_marked;     /* egress: ECT packets this switch set CE on, toward this port */
+	__u64 ecn_ect;        /* egress: ECT packets seen toward this port (marking candidates) */
+	__u64 pfc_xoff_sent;  /* ingress: XOFF events for this port's peer (first XOFF of a pause) */
+	__u64 pfc_xon_sent;   /* ingress: XON events for this port's peer */
+	__u64 pfc_rx;         /* PFC/PAUSE frames received on this port */
+	__u64 paused_ns;      /* wall ns this port's peer was held paused by us (closed pauses) */
+	__u64 mirrored;       /* copies sent to the recirculation device from this port */
 	__u64 drops[QN_DROP_MAX];
 };
 
@@ -164,7 +173,91 @@ struct qn_cfg {
 	__u32 ecmp_seed;      /* hash seed, distinct per switch to avoid ECMP polarisation */
 	__u32 dilation_milli; /* D x 1000; BPF converts bpf_ktime_get_ns() to fabric ns with it */
 	__u32 pad;
+	__u64 sample_interval_wall_ns; /* queue samples at most this often per port (fabric x D) */
 };
+
+/* ---- queues (issue 4) ---- */
+
+/* skb->mark written by the ingress pipeline on every packet it forwards, so the dequeue
+ * tracepoint can release the packet's accounting: magic | ingress port_no << 16 | prio << 8. */
+#define QN_MARK_MAGIC 0xA5000000u
+#define QN_MARK_MAGIC_MASK 0xFF000000u
+#define QN_MARK_PORT_SHIFT 16
+#define QN_MARK_PRIO_SHIFT 8
+#define QN_NUM_PRIOS 8
+
+enum qn_queue_mode {
+	QN_QMODE_AUTO = 0,    /* real qdisc backlog; virtual queue until the port's device is known */
+	QN_QMODE_REAL = 1,
+	QN_QMODE_VIRTUAL = 2, /* bytes in - wall rate x time (the fallback, forced) */
+};
+
+/* qn_swcfg: single-entry ARRAY, the switch's run-time configuration (written by the control
+ * plane; read on every packet). Sizes in bytes, fractions in millionths. */
+struct qn_swcfg {
+	__u64 buffer_bytes;     /* shared buffer B */
+	__u32 alpha_data_ppm;   /* dynamic threshold alpha of the data class (1e6 = 1.0) */
+	__u32 alpha_ctrl_ppm;   /* ... of the control class */
+	__u32 admission;        /* 1 = enforce the dynamic threshold */
+	__u32 queue_mode;       /* enum qn_queue_mode */
+	__u32 ecn;              /* 1 = RED/ECN marking on */
+	__u32 ecn_pmax_ppm;     /* marking probability at Kmax */
+	__u64 ecn_kmin_bytes;
+	__u64 ecn_kmax_bytes;
+	__u32 pfc;              /* 1 = edge PFC on host-facing ports */
+	__u32 pfc_quanta;       /* quanta in XOFF frames */
+	__u64 pfc_xoff_bytes;   /* per (ingress port, priority) */
+	__u64 pfc_xon_bytes;    /* resume threshold */
+	__u32 mirror_dport;     /* recirculation test trigger: UDP dport to mirror (0 = off) */
+	__u32 pad;
+};
+
+/* qn_qstate: ARRAY by egress port_no; shared across CPUs, updated with atomics. */
+struct qn_qstate {
+	__u64 dev;              /* struct net_device * of the port, recorded by its egress hook */
+	__s64 acct_bytes;       /* charged at enqueue (ingress), released at dequeue (tracepoint) */
+	__s64 acct_pkts;
+	__u64 peak_bytes;       /* highest queue depth seen, bytes */
+	__u64 last_bytes;       /* depth the last ingress decision read */
+	__u64 last_pkts;
+	__u64 vq_bytes;         /* virtual queue (fallback) */
+	__u64 vq_last_ns;       /* wall ns of its last update */
+	__u64 last_sample_ns;   /* wall ns of the last queue sample posted */
+};
+
+/* qn_qdepth_override: ARRAY by port_no; tests only (BPF_PROG_TEST_RUN has no real qdisc). */
+struct qn_qdepth_override {
+	__u32 valid;
+	__u32 pkts;
+	__u64 bytes;
+};
+
+/* qn_pfc_acct: ARRAY by port_no * QN_NUM_PRIOS + prio (ingress accounting for PFC). */
+struct qn_pfc_acct {
+	__s64 bytes;            /* charged at enqueue, released at dequeue */
+	__u64 paused;           /* 1 while the peer is held in XOFF (64-bit: BPF cmpxchg) */
+	__u64 since_ns;         /* wall ns of the XOFF that started the pause */
+};
+
+/* Ring buffer records. */
+struct qn_pfc_event {
+	__u32 ifindex;          /* port whose peer is paused/resumed */
+	__u32 port_no;
+	__u32 prio;
+	__u32 quanta;           /* 0 = XON */
+};
+
+struct qn_qsample {
+	__u64 ts_ns;            /* bpf_ktime_get_ns() (wall) */
+	__u32 port_no;
+	__u32 pkts;
+	__u64 bytes;
+};
+
+/* Recirculation: the copy sent to the recirculation device carries this mark. */
+#define QN_MARK_RECIRC 0x5A000000u
+#define QN_ECHO_UDP_PORT 4794      /* the test format the builder makes (a trimmed echo) */
+#define QN_ECHO_LEN (QN_ETH_HLEN + QN_IPV4_HLEN + QN_UDP_HLEN + QN_BTH_LEN)
 
 /* qn_steer_stats (host XDP steering): per-CPU array indexed by enum qn_steer_counter. */
 enum qn_steer_counter {

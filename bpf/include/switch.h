@@ -13,6 +13,8 @@
 #include "csum.h"
 #include "hash.h"
 #include "maps.h"
+#include "queue.h"
+#include "ecn.h"
 
 const volatile struct qn_cfg qn_cfg = {};
 
@@ -54,21 +56,48 @@ static __always_inline void qn_orphan_drop(__u32 reason)
 		(*c)++;
 }
 
+/* Post an XOFF/XON request for the control thread. Return: 0 on success. */
+static __always_inline int qn_pfc_post(__u32 ifindex, __u32 port_no, __u32 prio, __u32 quanta)
+{
+	struct qn_pfc_event *ev = bpf_ringbuf_reserve(&qn_pfc_events, sizeof(*ev), 0);
+
+	if (!ev)
+		return -1;
+	ev->ifindex = ifindex;
+	ev->port_no = port_no;
+	ev->prio = prio;
+	ev->quanta = quanta;
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}
+
+static __always_inline int qn_is_ctrl(const struct qn_pkt *p)
+{
+	return p->cls == QN_CLASS_CONTROL || p->cls == QN_CLASS_BTS || p->cls == QN_CLASS_POSTCARD;
+}
+
 /*
- * qn_ingress_pipeline - run the forwarding pipeline on one frame entering a switch port.
+ * qn_ingress_pipeline - run the forwarding pipeline on one frame entering a switch port:
+ * parse -> port checks -> forwarding decision -> egress queue depth -> admission (dynamic
+ * threshold) -> TTL, ECN/RED, MAC rewrite -> PFC accounting -> mark for the dequeue hook ->
+ * recirculation copy (when configured) -> bpf_redirect.
  * Return: TC_ACT_REDIRECT (forwarded) or TC_ACT_SHOT (dropped and counted).
  */
 static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 {
-	struct qn_port_stats *st;
+	struct qn_port_stats *st, *est;
 	struct qn_fib_key key;
 	struct qn_fib_val *fib;
 	struct qn_nexthop *nh;
 	struct qn_port *port;
+	struct qn_swcfg *cfg;
+	struct qn_qstate *qs;
 	struct qn_pkt p;
 	void *data, *data_end;
 	__u32 ifindex = skb->ingress_ifindex;
-	__u32 idx, n;
+	__u32 idx, n, eport, in_port, prio, len = skb->len;
+	__u64 now, depth_b = 0, depth_p = 0, vq_now = 0;
+	int qsrc = -1, mark_ce = 0;
 	long ret;
 
 	port = bpf_map_lookup_elem(&qn_ports, &ifindex);
@@ -76,14 +105,14 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 		qn_orphan_drop(QN_DROP_UNKNOWN_PORT);
 		return TC_ACT_SHOT;
 	}
-	idx = port->port_no;
-	st = bpf_map_lookup_elem(&qn_port_stats, &idx);
+	in_port = port->port_no;
+	st = bpf_map_lookup_elem(&qn_port_stats, &in_port);
 	if (!st)
 		return TC_ACT_SHOT;
 	st->rx_pkts++;
-	st->rx_bytes += skb->len;
+	st->rx_bytes += len;
 
-	if (qn_skb_data(skb) + 14 + 20 > qn_skb_data_end(skb) && skb->len >= 14 + 20)
+	if (qn_skb_data(skb) + 14 + 20 > qn_skb_data_end(skb) && len >= 14 + 20)
 		st->rx_nonlinear++;
 	if (qn_skb_linearize(skb) < 0) {
 		qn_count_drop(st, QN_DROP_TRUNCATED);
@@ -91,10 +120,12 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	}
 	data = qn_skb_data(skb);
 	data_end = qn_skb_data_end(skb);
-	if (qn_parse(data, data_end, skb->len, &p)) {
+	if (qn_parse(data, data_end, len, &p)) {
 		qn_count_drop(st, p.drop);
 		return TC_ACT_SHOT;
 	}
+	if (p.cls == QN_CLASS_PFC)
+		st->pfc_rx++;
 
 	/* Hosts cannot send switch signals or pause frames (DESIGN.md §3). */
 	if (port->role == QN_ROLE_HOST) {
@@ -133,8 +164,40 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	asm volatile("" : "+r"(idx));
 	idx &= QN_MAX_NEXTHOPS - 1;
 	nh = &fib->nh[idx];
+	eport = nh->port_no;
 
-	/* Re-derive pointers: qn_parse only read; bounds were proven against the same data_end. */
+	/* Egress queue depth and admission. */
+	cfg = qn_swcfg_get();
+	qs = bpf_map_lookup_elem(&qn_qstate, &eport);
+	est = bpf_map_lookup_elem(&qn_port_stats, &eport);
+	now = bpf_ktime_get_ns();
+	if (cfg && qs) {
+		__u64 rate = 0;
+
+		if (cfg->queue_mode == QN_QMODE_VIRTUAL || !qs->dev) {
+			__u32 eif = nh->ifindex;
+			struct qn_port *ep = bpf_map_lookup_elem(&qn_ports, &eif);
+
+			if (ep)
+				rate = qn_wall_rate_bps(ep, qn_cfg.dilation_milli);
+		}
+		qsrc = qn_queue_depth(eport, qs, cfg, rate, now, &depth_b, &depth_p);
+		vq_now = qsrc == 1 ? depth_b : qs->vq_bytes;
+		qs->last_bytes = depth_b;
+		qs->last_pkts = depth_p;
+		qn_peak(qs, depth_b);
+		if (!qn_admit(cfg, depth_b, len, qn_is_ctrl(&p))) {
+			qn_count_drop(st, QN_DROP_BUFFER);
+			return TC_ACT_SHOT;
+		}
+		if (cfg->ecn && (p.tos & QN_ECN_MASK) && (p.tos & QN_ECN_MASK) != QN_ECN_CE) {
+			if (est)
+				est->ecn_ect++;
+			mark_ce = qn_red_decide(cfg, depth_b);
+		}
+	}
+
+	/* Rewrite: TTL, ECN, MACs. Re-derive pointers against the same data_end. */
 	{
 		struct ethhdr *eth = data;
 		struct iphdr *ip;
@@ -151,8 +214,47 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 			return TC_ACT_SHOT;
 		}
 		qn_ip_decrease_ttl(ip);
+		if (mark_ce) {
+			qn_ipv4_set_ce(ip);
+			if (est)
+				est->ecn_marked++;
+		}
 		__builtin_memcpy(eth->h_dest, nh->dmac, 6);
 		__builtin_memcpy(eth->h_source, nh->smac, 6);
+	}
+
+	/* Accounting, released by the qdisc_dequeue tracepoint; PFC on host-facing ports. */
+	prio = (p.tos >> 5) & (QN_NUM_PRIOS - 1); /* DSCP >> 3: 26 -> 3 (data), 48 -> 6 (control) */
+	if (cfg && qs) {
+		__u32 pk = (in_port & (QN_MAX_PORTS - 1)) * QN_NUM_PRIOS + prio;
+		struct qn_pfc_acct *pa = bpf_map_lookup_elem(&qn_pfc_acct, &pk);
+
+		qn_charge(qs, len, vq_now, now);
+		if (pa) {
+			__s64 b = __sync_fetch_and_add(&pa->bytes, len) + len;
+
+			if (cfg->pfc && port->role == QN_ROLE_HOST && b >= (__s64)cfg->pfc_xoff_bytes &&
+			    __sync_val_compare_and_swap(&pa->paused, 0, 1) == 0) {
+				pa->since_ns = now;
+				st->pfc_xoff_sent++;
+				qn_pfc_post(ifindex, in_port, prio, cfg->pfc_quanta);
+			}
+		}
+		skb->mark = QN_MARK_MAGIC | (in_port << QN_MARK_PORT_SHIFT) | (prio << QN_MARK_PRIO_SHIFT);
+	}
+
+	/* Recirculation: a copy to the builder (its own ingress) while the original goes on. */
+	if (cfg && cfg->mirror_dport && p.dport == cfg->mirror_dport && p.l4_off) {
+		__u32 zero = 0, *rc = bpf_map_lookup_elem(&qn_recirc, &zero);
+
+		if (rc && *rc) {
+			__u32 saved = skb->mark;
+
+			skb->mark = QN_MARK_RECIRC | (in_port << QN_MARK_PORT_SHIFT);
+			if (bpf_clone_redirect(skb, *rc, BPF_F_INGRESS) == 0)
+				st->mirrored++;
+			skb->mark = saved;
+		}
 	}
 
 	ret = bpf_redirect(nh->ifindex, 0);
@@ -186,8 +288,21 @@ static __always_inline int qn_egress_classify(struct __sk_buff *skb)
 
 	port = bpf_map_lookup_elem(&qn_ports, &ifindex);
 	if (port) {
+		struct qn_qstate *qs;
+
 		idx = port->port_no;
 		st = bpf_map_lookup_elem(&qn_port_stats, &idx);
+		qs = bpf_map_lookup_elem(&qn_qstate, &idx);
+		/* Record this port's net_device for the ingress depth read and the dequeue hook.
+		 * The __sk_buff context is the kernel's sk_buff; read its dev pointer with CO-RE. */
+		if (qs) {
+			__u64 dev = (__u64)BPF_CORE_READ((struct sk_buff *)skb, dev);
+
+			if (dev && qs->dev != dev) {
+				bpf_map_update_elem(&qn_dev_port, &dev, &idx, BPF_ANY);
+				qs->dev = dev;
+			}
+		}
 	}
 	if (st) {
 		st->tx_pkts++;

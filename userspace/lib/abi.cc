@@ -12,6 +12,13 @@ void accumulate(qn_port_stats &a, const qn_port_stats &b)
 	a.tx_ctrl_pkts += b.tx_ctrl_pkts;
 	a.tx_data_pkts += b.tx_data_pkts;
 	a.rx_nonlinear += b.rx_nonlinear;
+	a.ecn_marked += b.ecn_marked;
+	a.ecn_ect += b.ecn_ect;
+	a.pfc_xoff_sent += b.pfc_xoff_sent;
+	a.pfc_xon_sent += b.pfc_xon_sent;
+	a.pfc_rx += b.pfc_rx;
+	a.paused_ns += b.paused_ns;
+	a.mirrored += b.mirrored;
 	for (int i = 0; i < QN_DROP_MAX; i++)
 		a.drops[i] += b.drops[i];
 }
@@ -33,6 +40,7 @@ std::string drop_reason_name(unsigned reason)
 	case QN_DROP_VLAN_DEPTH: return "vlan_depth";
 	case QN_DROP_PFC_FRAME: return "pfc_frame";
 	case QN_DROP_REDIRECT: return "redirect";
+	case QN_DROP_BUFFER: return "buffer";
 	default: return "reason_" + std::to_string(reason);
 	}
 }

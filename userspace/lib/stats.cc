@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "bringup.h"
+#include "swcfg.h"
 #include "switch_loader.h"
 
 namespace qn {
@@ -54,6 +55,21 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 	Fd orphans{bpf_obj_get((dir + "/qn_orphan_drops").c_str())};
 	if (orphans.fd < 0)
 		return sys_error(errno, "open " + dir + "/qn_orphan_drops");
+	Fd qstate{bpf_obj_get((dir + "/qn_qstate").c_str())};
+	if (qstate.fd < 0)
+		return sys_error(errno, "open " + dir + "/qn_qstate");
+	Fd buffer{bpf_obj_get((dir + "/qn_buffer").c_str())};
+	if (buffer.fd < 0)
+		return sys_error(errno, "open " + dir + "/qn_buffer");
+	{
+		uint32_t zero = 0;
+		if (bpf_map_lookup_elem(buffer.fd, &zero, &c.buffer_used))
+			return sys_error(errno, "read qn_buffer");
+		auto cfg = read_swcfg(dir);
+		if (!cfg)
+			return cfg.error();
+		c.cfg = *cfg;
+	}
 	int ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0)
 		return sys_error(ncpu, "count possible CPUs");
@@ -74,6 +90,8 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 			return sys_error(errno, "read qn_port_stats[" + std::to_string(idx) + "]");
 		for (const auto &s : percpu)
 			accumulate(pc.s, s);
+		if (bpf_map_lookup_elem(qstate.fd, &idx, &pc.q))
+			return sys_error(errno, "read qn_qstate[" + std::to_string(idx) + "]");
 		c.ports.push_back(pc);
 	}
 	std::vector<uint64_t> vals(static_cast<size_t>(ncpu));
@@ -114,6 +132,19 @@ std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev,
 			      human(double(drops)).c_str(), rates.c_str());
 		o << line;
 	}
+	std::snprintf(line, sizeof(line), "%-4s %-12s %10s %10s %10s %9s %9s %8s %8s %8s %11s\n", "port", "queue",
+		      "depth_B", "depth_pkt", "peak_B", "ecn_ect", "ecn_ce", "pfc_rx", "xoff", "xon", "paused_ms");
+	o << line;
+	for (const auto &p : c.ports) {
+		std::snprintf(line, sizeof(line), "%-4u %-12s %10s %10s %10s %9s %9s %8s %8s %8s %11.3f\n", p.port_no,
+			      p.ifname.c_str(), human(double(p.q.last_bytes)).c_str(), human(double(p.q.last_pkts)).c_str(),
+			      human(double(p.q.peak_bytes)).c_str(), human(double(p.s.ecn_ect)).c_str(),
+			      human(double(p.s.ecn_marked)).c_str(), human(double(p.s.pfc_rx)).c_str(),
+			      human(double(p.s.pfc_xoff_sent)).c_str(), human(double(p.s.pfc_xon_sent)).c_str(),
+			      double(p.s.paused_ns) / 1e6);
+		o << line;
+	}
+	o << "  buffer in use " << c.buffer_used << " B; " << describe_swcfg(c.cfg) << "\n";
 	// Drop reasons, only those that occurred.
 	for (const auto &p : c.ports) {
 		std::string reasons;
@@ -122,6 +153,8 @@ std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev,
 				reasons += " " + drop_reason_name(unsigned(r)) + "=" + std::to_string(p.s.drops[r]);
 		if (p.s.rx_nonlinear)
 			reasons += " (rx_nonlinear=" + std::to_string(p.s.rx_nonlinear) + ")";
+		if (p.s.mirrored)
+			reasons += " (mirrored=" + std::to_string(p.s.mirrored) + ")";
 		if (!reasons.empty())
 			o << "  " << p.ifname << ":" << reasons << "\n";
 	}

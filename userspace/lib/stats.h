@@ -17,12 +17,15 @@ struct PortCounters {
 	uint32_t port_no = 0;
 	uint32_t role = 0;
 	qn_port_stats s{}; // summed over CPUs
+	qn_qstate q{};     // egress queue state (depth last read, peak, accounting)
 };
 
 struct SwitchCounters {
 	std::string topology, sw;
 	std::vector<PortCounters> ports;  // in port order
 	uint64_t orphan_drops[QN_DROP_MAX] = {};
+	int64_t buffer_used = 0;
+	qn_swcfg cfg{};
 };
 
 // Read the pinned maps of switch `sw` of running topology `t`.

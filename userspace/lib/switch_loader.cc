@@ -13,7 +13,9 @@
 #include <bpf/libbpf.h>
 
 #include "abi.h"
+#include "exec.h"
 #include "netns.h"
+#include "swcfg.h"
 #include "qn_bare.skel.h"
 #include "qn_switch.skel.h"
 
@@ -21,6 +23,7 @@ namespace qn {
 namespace {
 
 bool g_libbpf_verbose = false;
+constexpr uint64_t kSampleIntervalFabricNs = 10'000;
 
 int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -160,6 +163,7 @@ Status fill_and_validate(const Topology &t, int sw, int ports_fd, int fib_fd)
 			const Port &out = t.ports[size_t(r.nexthops[i].port)];
 			const Port &peer = t.ports[size_t(out.peer_port)];
 			v.nh[i].ifindex = out.ifindex;
+			v.nh[i].port_no = uint32_t(out.port_no);
 			std::memcpy(v.nh[i].dmac, peer.mac.data(), 6);
 			std::memcpy(v.nh[i].smac, out.mac.data(), 6);
 		}
@@ -215,6 +219,8 @@ Result<SwitchSkel> open_and_load(const Topology &t, int sw, const Dilation &d)
 	skel->rodata->qn_cfg.switch_id = uint32_t(sw);
 	skel->rodata->qn_cfg.ecmp_seed = seed_for(t, sw);
 	skel->rodata->qn_cfg.dilation_milli = d.milli();
+	// A BPF time: fabric 10 us between queue samples per port, dilated to wall ns at load.
+	skel->rodata->qn_cfg.sample_interval_wall_ns = d.to_wall_ns(kSampleIntervalFabricNs);
 	int err = qn_switch__load(skel.get());
 	if (err)
 		return sys_error(err, "load qn_switch for " + t.nodes[size_t(sw)].name +
@@ -264,6 +270,52 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 	QN_TRY(pin_map(skel->maps.qn_fib, dir));
 	QN_TRY(pin_map(skel->maps.qn_port_stats, dir));
 	QN_TRY(pin_map(skel->maps.qn_orphan_drops, dir));
+	for (bpf_map *m : {skel->maps.qn_swcfg, skel->maps.qn_qstate, skel->maps.qn_buffer, skel->maps.qn_qdepth_override,
+			   skel->maps.qn_dev_port, skel->maps.qn_pfc_acct, skel->maps.qn_pfc_events, skel->maps.qn_qsamples,
+			   skel->maps.qn_recirc})
+		QN_TRY(pin_map(m, dir));
+	// Run-time configuration: defaults, then the topology's switch settings.
+	const Node &node = t.nodes[size_t(sw)];
+	qn_swcfg cfg = default_swcfg(node.buffer_bytes);
+	for (const auto &[k, v] : node.settings)
+		QN_TRY(apply_swcfg(cfg, k, v));
+	QN_TRY(validate_swcfg(cfg));
+	{
+		uint32_t zero = 0;
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_swcfg), &zero, &cfg, BPF_ANY))
+			return sys_error(errno, "switch " + node.name + ": write qn_swcfg");
+	}
+	// The departure hook: attach and pin the link so it outlives this process.
+	{
+		bpf_link *link = bpf_program__attach(skel->progs.qn_tp_dequeue);
+		if (!link)
+			return sys_error(errno, "switch " + node.name + ": attach tp_btf/qdisc_dequeue");
+		std::string lp = dir + "/link_dequeue";
+		int err = bpf_link__pin(link, lp.c_str());
+		bpf_link__destroy(link); // the pin keeps it attached
+		if (err)
+			return sys_error(err, "pin " + lp);
+	}
+	// The recirculation device: a veth pair inside the switch namespace, builder on its ingress.
+	{
+		std::string rc = node.name + "-rc", rcp = node.name + "-rcp";
+		QN_TRY(run_ok({"ip", "-n", t.netns(sw), "-batch", "-"},
+			      "link add " + rc + " mtu 9000 type veth peer name " + rcp + " mtu 9000\nlink set " + rc +
+				      " up\nlink set " + rcp + " up\n"));
+		uint32_t rc_ifindex;
+		{
+			NetnsScope ns(t.netns(sw));
+			QN_TRY(ns.status());
+			rc_ifindex = if_nametoindex(rc.c_str());
+			if (!rc_ifindex)
+				return sys_error(errno, "switch " + node.name + ": no " + rc);
+			QN_TRY(tc_attach(rc_ifindex, BPF_TC_INGRESS, bpf_program__fd(skel->progs.qn_tc_recirc),
+					 "recirculation builder on " + rc));
+		}
+		uint32_t zero = 0;
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_recirc), &zero, &rc_ifindex, BPF_ANY))
+			return sys_error(errno, "switch " + node.name + ": write qn_recirc");
+	}
 	QN_TRY(fill_and_validate(t, sw, bpf_map__fd(skel->maps.qn_ports), bpf_map__fd(skel->maps.qn_fib)));
 	// Pin the programs too, so `bpftool prog show pinned` and a later re-attach find them.
 	for (auto [prog, name] : {std::pair{skel->progs.qn_tc_ingress, "prog_ingress"},

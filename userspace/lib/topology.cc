@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "abi.h"
+#include "swcfg.h"
 #include "units.h"
 
 namespace qn {
@@ -335,6 +336,14 @@ Result<Topology> parse_topology(const std::string &text, const std::string &sour
 						if (!r)
 							return field_error(source, lineno, k, r.error().message);
 						node.buffer_bytes = *r;
+					} else if (node.kind == NodeKind::Switch) {
+						qn_swcfg probe = default_swcfg(node.buffer_bytes);
+						for (const auto &[pk, pv] : node.settings)
+							(void)apply_swcfg(probe, pk, pv);
+						auto st = apply_swcfg(probe, k, v);
+						if (!st.ok())
+							return field_error(source, lineno, k, st.error().message);
+						node.settings.emplace_back(k, v);
 					} else {
 						return field_error(source, lineno, k,
 								   std::string("unknown ") + dir + " attribute (" +
@@ -680,7 +689,12 @@ std::string Topology::to_text() const
 		if (n.kind == NodeKind::Host)
 			o << "host " << n.name << " ip=" << ip_to_string(n.ip) << " mac=" << mac_to_string(n.mac) << "\n";
 		else
-			o << "switch " << n.name << " buffer=" << n.buffer_bytes << "\n";
+		{
+			o << "switch " << n.name << " buffer=" << n.buffer_bytes;
+			for (const auto &[k, v] : n.settings)
+				o << " " << k << "=" << v;
+			o << "\n";
+		}
 	}
 	for (const auto &l : links) {
 		o << "link " << nodes[size_t(l.a)].name << " " << nodes[size_t(l.b)].name << " rate=" << l.rate_bps

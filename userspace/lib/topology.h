@@ -35,6 +35,9 @@ struct Node {
 	Mac mac{};                // host MAC; derived when not given
 	bool mac_given = false;
 	uint64_t buffer_bytes = 0; // switch shared buffer B
+	// Other switch settings as written (admission, alpha, ecn, kmin, ...: swcfg.h), validated
+	// at parse time and applied at `topo up`.
+	std::vector<std::pair<std::string, std::string>> settings;
 };
 
 struct Link {

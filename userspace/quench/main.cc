@@ -12,6 +12,7 @@
 #include "bringup.h"
 #include "exec.h"
 #include "stats.h"
+#include "swcfg.h"
 #include "switch_loader.h"
 #include "topology.h"
 #include "units.h"
@@ -27,7 +28,9 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     remove what `topo up` made
   topo show                                         running topologies, ports, addresses
   switch stats [TOPO/SWITCH|SWITCH] [--watch [SECONDS]]
-                                                    per-port counters from the pinned maps
+                                                    per-port counters and queues from the pinned maps
+  switch set TOPO/SWITCH|SWITCH KEY=VALUE...        change buffer, admission, alpha, ecn, kmin, kmax,
+                                                    pmax, pfc, xoff, xon, quanta, queue, mirror_dport
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N]
                                                     quench's switch vs a bare redirect, side by side
 
@@ -219,8 +222,35 @@ int cmd_topo(const Args &a)
 
 int cmd_switch(const Args &a)
 {
+	if (a.pos.size() >= 2 && a.pos[1] == "set") {
+		if (a.pos.size() < 4)
+			return fail("switch set needs TOPO/SWITCH (or SWITCH) and KEY=VALUE...");
+		auto sws = qn::resolve_switches(a.pos[2]);
+		if (!sws)
+			return fail(sws.error().to_string());
+		for (auto &[t, sw] : *sws) {
+			std::string dir = qn::switch_pin_dir(t, sw);
+			auto cfg = qn::read_swcfg(dir);
+			if (!cfg)
+				return fail(cfg.error().to_string());
+			for (size_t i = 3; i < a.pos.size(); i++) {
+				auto eq = a.pos[i].find('=');
+				if (eq == std::string::npos || eq == 0)
+					return fail("switch set: expected KEY=VALUE, got '" + a.pos[i] + "'");
+				auto st = qn::apply_swcfg(*cfg, a.pos[i].substr(0, eq), a.pos[i].substr(eq + 1));
+				if (!st.ok())
+					return fail(st.error().to_string());
+			}
+			auto st = qn::write_swcfg(dir, *cfg);
+			if (!st.ok())
+				return fail(t.name + "/" + t.nodes[size_t(sw)].name + ": " + st.error().to_string());
+			std::printf("%s/%s: %s\n", t.name.c_str(), t.nodes[size_t(sw)].name.c_str(),
+				    qn::describe_swcfg(*cfg).c_str());
+		}
+		return 0;
+	}
 	if (a.pos.size() < 2 || a.pos[1] != "stats")
-		return fail("switch needs a subcommand (stats)");
+		return fail("switch needs a subcommand (stats, set)");
 	std::string spec = a.pos.size() > 2 ? a.pos[2] : "";
 	auto sws = qn::resolve_switches(spec);
 	if (!sws)

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ecn.h - RED/ECN marking at enqueue (common.md §3, DCQCN Eq. 5):
+ *   p = 0 for q <= Kmin; Pmax (q - Kmin) / (Kmax - Kmin) for Kmin < q <= Kmax; 1 above Kmax.
+ * Only ECT(0)/ECT(1) packets are marked (ECN := CE); Not-ECT is never marked. The DSCP bits
+ * are kept and the IPv4 header checksum is patched incrementally (RFC 1624).
+ */
+#ifndef QN_ECN_H
+#define QN_ECN_H
+
+#include "bpf_common.h"
+
+#define QN_ECN_MASK 0x3
+#define QN_ECN_CE 0x3
+
+/* Return: 1 when the RED profile marks a packet at queue depth q (bytes). */
+static __always_inline int qn_red_decide(const struct qn_swcfg *cfg, __u64 q)
+{
+	__u64 span, p_ppm;
+
+	if (q <= cfg->ecn_kmin_bytes)
+		return 0;
+	if (q > cfg->ecn_kmax_bytes)
+		return 1;
+	span = cfg->ecn_kmax_bytes - cfg->ecn_kmin_bytes;
+	if (!span)
+		return 1;
+	p_ppm = (q - cfg->ecn_kmin_bytes) * cfg->ecn_pmax_ppm / span;
+	return bpf_get_prandom_u32() % 1000000 < p_ppm;
+}
+
+/* Set CE in an ECT packet's TOS, keeping DSCP, and patch the header checksum. */
+static __always_inline void qn_ipv4_set_ce(struct iphdr *ip)
+{
+	__u16 old = *(__u16 *)ip; /* version/IHL and TOS, network order */
+	__u16 new_word;
+	__u32 sum;
+
+	ip->tos |= QN_ECN_CE;
+	new_word = *(__u16 *)ip;
+	/* HC' = ~(~HC + ~m + m')  (RFC 1624, eq. 3) */
+	sum = (__u16)~ip->check + (__u16)~old + new_word;
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	ip->check = (__sum16)~sum;
+}
+
+#endif /* QN_ECN_H */

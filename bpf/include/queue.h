@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * queue.h - egress queue depth, shared-buffer accounting and dynamic-threshold admission.
+ *
+ * Depth is read from the egress port's real root qdisc (CO-RE read of dev->qdisc->qstats.backlog
+ * and q.qlen) through the net_device pointer that port's egress hook recorded; the virtual queue
+ * (bytes in - wall rate x elapsed) is the fallback. Accounting: bytes are charged per egress
+ * port, per (ingress port, priority) and for the whole buffer when the ingress pipeline
+ * forwards a packet, and released by the qdisc_dequeue tracepoint. Units: bytes; times are
+ * wall-clock ns (bpf_ktime_get_ns).
+ */
+#ifndef QN_QUEUE_H
+#define QN_QUEUE_H
+
+#include "bpf_common.h"
+#include "maps.h"
+
+static __always_inline struct qn_swcfg *qn_swcfg_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&qn_swcfg, &zero);
+}
+
+/* Wall-clock rate of a port: its fabric rate / D. */
+static __always_inline __u64 qn_wall_rate_bps(const struct qn_port *port, __u32 dilation_milli)
+{
+	if (!dilation_milli)
+		return port->rate_bps;
+	return port->rate_bps * 1000 / dilation_milli;
+}
+
+/* Drain the virtual queue to `now`. */
+static __always_inline __u64 qn_vq_drain(struct qn_qstate *qs, __u64 rate_bps, __u64 now)
+{
+	__u64 vq = qs->vq_bytes, last = qs->vq_last_ns, drained;
+
+	if (now > last && vq) {
+		/* bytes = ns * bit/s / 8e9; split to keep the product within 64 bits */
+		drained = (now - last) / 1000 * (rate_bps / 8000) / 1000;
+		vq = drained >= vq ? 0 : vq - drained;
+	}
+	return vq;
+}
+
+/*
+ * qn_queue_depth - the egress queue of port `port_no` as this packet would find it.
+ * Return: 0 for a real qdisc read, 1 for the virtual queue, 2 for a test override.
+ */
+static __always_inline int qn_queue_depth(__u32 port_no, struct qn_qstate *qs, const struct qn_swcfg *cfg,
+					  __u64 rate_bps, __u64 now, __u64 *bytes, __u64 *pkts)
+{
+	struct qn_qdepth_override *ov = bpf_map_lookup_elem(&qn_qdepth_override, &port_no);
+
+	if (ov && ov->valid) {
+		*bytes = ov->bytes;
+		*pkts = ov->pkts;
+		return 2;
+	}
+	if (cfg->queue_mode != QN_QMODE_VIRTUAL && qs->dev) {
+		struct net_device *dev = (struct net_device *)qs->dev;
+		struct Qdisc *q = BPF_CORE_READ(dev, qdisc);
+
+		if (q) {
+			*bytes = BPF_CORE_READ(q, qstats.backlog);
+			*pkts = BPF_CORE_READ(q, q.qlen);
+			return 0;
+		}
+	}
+	*bytes = qn_vq_drain(qs, rate_bps, now);
+	*pkts = 0;
+	return 1;
+}
+
+static __always_inline void qn_peak(struct qn_qstate *qs, __u64 bytes)
+{
+	if (bytes > qs->peak_bytes)
+		qs->peak_bytes = bytes; /* racy max: a lost update under contention is one sample */
+}
+
+/*
+ * qn_admit - dynamic threshold (Choudhury-Hahne): queue i may grow while
+ * Q_i + len <= alpha * (B - sum_j Q_j). Return: 1 to admit.
+ */
+static __always_inline int qn_admit(const struct qn_swcfg *cfg, __u64 depth, __u32 len, int ctrl)
+{
+	__u32 zero = 0;
+	__s64 *used = bpf_map_lookup_elem(&qn_buffer, &zero);
+	__u64 free_bytes, limit, alpha;
+
+	if (!cfg->admission || !used)
+		return 1;
+	free_bytes = *used > 0 && (__u64)*used < cfg->buffer_bytes ? cfg->buffer_bytes - *used :
+		     (*used > 0 ? 0 : cfg->buffer_bytes);
+	alpha = ctrl ? cfg->alpha_ctrl_ppm : cfg->alpha_data_ppm;
+	limit = free_bytes / 1000 * alpha / 1000;
+	return depth + len <= limit;
+}
+
+/* Charge an admitted packet to its egress port, the buffer and the virtual queue. */
+static __always_inline void qn_charge(struct qn_qstate *qs, __u32 len, __u64 vq_now_bytes, __u64 now)
+{
+	__u32 zero = 0;
+	__s64 *used = bpf_map_lookup_elem(&qn_buffer, &zero);
+
+	__sync_fetch_and_add(&qs->acct_bytes, len);
+	__sync_fetch_and_add(&qs->acct_pkts, 1);
+	if (used)
+		__sync_fetch_and_add(used, len);
+	qs->vq_bytes = vq_now_bytes + len;
+	qs->vq_last_ns = now;
+}
+
+#endif /* QN_QUEUE_H */

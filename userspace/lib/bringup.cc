@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <csignal>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "netns.h"
 #include "qn_steer.skel.h"
 #include "switch_loader.h"
+#include "switchd.h"
 
 namespace qn {
 namespace {
@@ -108,7 +110,9 @@ bool healthy(const Topology &t)
 		if (stat((switch_pin_dir(t, n.id) + "/qn_fib").c_str(), &st) != 0)
 			return false;
 	}
-	return true;
+	std::ifstream pf(std::string(kStateDir) + "/" + t.name + ".switchd.pid");
+	pid_t pid = 0;
+	return (pf >> pid) && pid > 0 && kill(pid, 0) == 0;
 }
 
 } // namespace
@@ -241,14 +245,21 @@ Status topo_up(const Topology &t, const UpOptions &o)
 		}
 	}
 
-	// 7. the state file marks the topology complete.
+	// 7. the state file marks the topology complete; then the control process (PFC frames)
+	//    starts, reading it.
 	QN_TRY(write_file(meta_path(t.name), meta));
 	QN_TRY(write_file(state_path(t.name), text));
-	return ok_status();
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return sys_error(errno, "readlink /proc/self/exe");
+	self[n] = '\0';
+	return spawn_switchd(self, t.name);
 }
 
 Status topo_down(const std::string &name)
 {
+	stop_switchd(name);
 	std::string prefix = "qn-" + name + "-";
 	std::string batch;
 	for (const auto &ns : list_netns())
@@ -268,6 +279,7 @@ Status topo_down(const std::string &name)
 		st = pins;
 	unlink(state_path(name).c_str());
 	unlink(meta_path(name).c_str());
+	unlink((std::string(kStateDir) + "/" + name + ".switchd.log").c_str());
 	return st;
 }
 

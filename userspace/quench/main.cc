@@ -13,6 +13,7 @@
 #include "exec.h"
 #include "stats.h"
 #include "swcfg.h"
+#include "switchd.h"
 #include "switch_loader.h"
 #include "topology.h"
 #include "units.h"
@@ -322,6 +323,12 @@ int main(int argc, char **argv)
 		return cmd_switch(a);
 	if (cmd == "bench")
 		return cmd_bench(a);
+	if (cmd == "switchd") { // started by `topo up`; not for users
+		if (a.pos.size() != 2)
+			return fail("switchd needs a topology name");
+		auto s = qn::run_switchd(a.pos[1]);
+		return s.ok() ? 0 : fail(s.error().to_string());
+	}
 	std::fprintf(stderr, "quench: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
 	return 2;
 }

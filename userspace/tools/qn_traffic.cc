@@ -8,6 +8,8 @@
 //       --stamp puts {magic, send time, sequence, flow} into the payload and fills the rest
 //       with a pattern derived from the sequence, so the receiver can verify every byte.
 //       Senders feeding one receiver need disjoint --seq-base ranges.
+//       --honor-pfc PRIO [--link-rate BPS]: obey 802.1Qbb PAUSE for PRIO like a NIC (quanta at
+//       the link's wall rate), and report the XOFF/XON frames seen. --sndbuf BYTES sets SO_SNDBUF.
 //   qn_traffic recv --netns NS --dev IF --seconds S [--expect N]
 //       Receives stamped frames, verifies content, reports per class (data/control) count and
 //       one-way delay percentiles (sender and receiver share CLOCK_MONOTONIC), duplicates,
@@ -31,6 +33,7 @@
 #include "abi.h"
 #include "netns.h"
 #include "packet.h"
+#include "pfc.h"
 #include "rawsock.h"
 #include "topology.h"
 
@@ -57,6 +60,9 @@ struct Opts {
 	int dport = QN_ROCE_UDP_PORT;
 	int tos = (QN_DSCP_DATA << 2) | 0x2;
 	bool ring = false, stamp = false;
+	int honor_pfc = -1;      // priority whose PAUSE frames the sender obeys (-1: ignore)
+	double link_rate = 10e9; // wall bit/s of the sender's link, for quanta -> time
+	int sndbuf = 0;          // SO_SNDBUF override (bytes), 0 = the tool's default
 };
 
 [[noreturn]] void die(const std::string &m)
@@ -127,6 +133,12 @@ Opts parse(int argc, char **argv)
 			o.dport = std::stoi(val());
 		else if (a == "--tos")
 			o.tos = std::stoi(val(), nullptr, 0);
+		else if (a == "--honor-pfc")
+			o.honor_pfc = std::stoi(val());
+		else if (a == "--link-rate")
+			o.link_rate = std::stod(val());
+		else if (a == "--sndbuf")
+			o.sndbuf = std::stoi(val());
 		else if (a == "--ring")
 			o.ring = true;
 		else if (a == "--stamp")
@@ -186,6 +198,37 @@ int cmd_send(const Opts &o)
 			freeifaddrs(ifa);
 		}
 	}
+	if (o.sndbuf > 0)
+		setsockopt(sock->fd(), SOL_SOCKET, SO_SNDBUFFORCE, &o.sndbuf, sizeof(o.sndbuf));
+	// A host NIC that honors PFC: read PAUSE frames arriving on this port and hold the
+	// priority until the pause expires or an XON (quanta 0) arrives.
+	uint64_t pause_until = 0, pfc_xoff = 0, pfc_xon = 0, paused_ns = 0, pause_start = 0;
+	std::set<uint32_t> xoff_quanta;
+	Bytes rx;
+	auto poll_pfc = [&](int timeout_ms) {
+		for (int i = 0; i < 64; i++) {
+			auto r = sock->recv(rx, i == 0 ? timeout_ms : 0);
+			if (!r || *r == 0)
+				return;
+			auto f = parse_pfc_frame(rx);
+			if (!f || !((f->prio_mask >> o.honor_pfc) & 1))
+				continue;
+			uint16_t q = f->quanta[size_t(o.honor_pfc)];
+			uint64_t now = mono_ns();
+			if (q) {
+				pfc_xoff++;
+				xoff_quanta.insert(q);
+				if (now >= pause_until)
+					pause_start = now;
+				pause_until = now + pfc_quanta_ns(q, uint64_t(o.link_rate));
+			} else {
+				pfc_xon++;
+				if (now < pause_until)
+					paused_ns += now - pause_start;
+				pause_until = 0;
+			}
+		}
+	};
 	if (o.ring) {
 		auto s = sock->enable_tx_ring(256, uint32_t(std::max<size_t>(o.size, 128)));
 		if (!s.ok())
@@ -203,6 +246,15 @@ int cmd_send(const Opts &o)
 		auto now = std::chrono::steady_clock::now();
 		if (o.count ? seq >= o.count : now >= deadline)
 			break;
+		if (o.honor_pfc >= 0) {
+			poll_pfc(0);
+			if (mono_ns() < pause_until) {
+				poll_pfc(1);
+				if (mono_ns() >= pause_until && pause_until)
+					paused_ns += pause_until - pause_start, pause_until = 0;
+				continue;
+			}
+		}
 		if (o.count && now >= deadline + std::chrono::seconds(30))
 			die("sending " + std::to_string(o.count) + " frames took too long");
 		if (o.rate > 0) {
@@ -255,6 +307,13 @@ int cmd_send(const Opts &o)
 	double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 	std::printf("sent frames=%" PRIu64 " bytes=%" PRIu64 " seconds=%.3f rate_bps=%.0f\n", seq, bytes, el,
 		    double(bytes) * 8 / el);
+	if (o.honor_pfc >= 0) {
+		std::string qs;
+		for (auto q : xoff_quanta)
+			qs += (qs.empty() ? "" : ",") + std::to_string(q);
+		std::printf("pfc prio=%d xoff=%" PRIu64 " xon=%" PRIu64 " paused_ms=%.3f xoff_quanta=%s\n", o.honor_pfc,
+			    pfc_xoff, pfc_xon, double(paused_ns) / 1e6, qs.empty() ? "none" : qs.c_str());
+	}
 	return 0;
 }
 

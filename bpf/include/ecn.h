@@ -29,20 +29,22 @@ static __always_inline int qn_red_decide(const struct qn_swcfg *cfg, __u64 q)
 	return bpf_get_prandom_u32() % 1000000 < p_ppm;
 }
 
-/* Set CE in an ECT packet's TOS, keeping DSCP, and patch the header checksum. */
+/* Set CE in an ECT packet's TOS, keeping DSCP, and patch the header checksum. The 16-bit word
+ * is built from its bytes (no type punning: clang may reorder a __u16 load around the byte
+ * store to tos). */
 static __always_inline void qn_ipv4_set_ce(struct iphdr *ip)
 {
-	__u16 old = *(__u16 *)ip; /* version/IHL and TOS, network order */
-	__u16 new_word;
-	__u32 sum;
+	__u8 *b = (__u8 *)ip;
+	__u32 m_old = ((__u32)b[0] << 8) | b[1];
+	__u32 m_new = m_old | QN_ECN_CE;
+	__u32 hc = bpf_ntohs(ip->check), sum;
 
-	ip->tos |= QN_ECN_CE;
-	new_word = *(__u16 *)ip;
+	b[1] = (__u8)m_new;
 	/* HC' = ~(~HC + ~m + m')  (RFC 1624, eq. 3) */
-	sum = (__u16)~ip->check + (__u16)~old + new_word;
+	sum = (~hc & 0xFFFF) + (~m_old & 0xFFFF) + m_new;
 	sum = (sum & 0xFFFF) + (sum >> 16);
 	sum = (sum & 0xFFFF) + (sum >> 16);
-	ip->check = (__sum16)~sum;
+	ip->check = bpf_htons((__u16)~sum);
 }
 
 #endif /* QN_ECN_H */

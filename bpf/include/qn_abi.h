@@ -127,6 +127,7 @@ struct qn_port {
 	__u32 mtu;        /* IP MTU */
 	__u8 mac[6];      /* this port's MAC */
 	__u8 pad[2];
+	__u32 burst_bytes; /* the port's HTB burst (the virtual queue's token bucket depth) */
 };
 
 /* qn_fib: LPM trie, key = {prefixlen, IPv4 address in network order}. */
@@ -220,7 +221,8 @@ struct qn_qstate {
 	__u64 peak_bytes;       /* highest queue depth seen, bytes */
 	__u64 last_bytes;       /* depth the last ingress decision read */
 	__u64 last_pkts;
-	__u64 vq_bytes;         /* virtual queue (fallback) */
+	__u64 vq_bytes;         /* virtual queue (fallback): a token bucket like the port's HTB */
+	__u64 vq_tokens;        /* its tokens, at most the port's burst */
 	__u64 vq_last_ns;       /* wall ns of its last update */
 	__u64 last_sample_ns;   /* wall ns of the last queue sample posted */
 };

@@ -96,7 +96,7 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	void *data, *data_end;
 	__u32 ifindex = skb->ingress_ifindex;
 	__u32 idx, n, eport, in_port, prio, len = skb->len;
-	__u64 now, depth_b = 0, depth_p = 0, vq_now = 0;
+	__u64 now, depth_b = 0, depth_p = 0, tokens = 0;
 	int qsrc = -1, mark_ce = 0;
 	long ret;
 
@@ -172,17 +172,18 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	est = bpf_map_lookup_elem(&qn_port_stats, &eport);
 	now = bpf_ktime_get_ns();
 	if (cfg && qs) {
-		__u64 rate = 0;
+		__u64 rate = 0, burst = 0;
 
 		if (cfg->queue_mode == QN_QMODE_VIRTUAL || !qs->dev) {
 			__u32 eif = nh->ifindex;
 			struct qn_port *ep = bpf_map_lookup_elem(&qn_ports, &eif);
 
-			if (ep)
+			if (ep) {
 				rate = qn_wall_rate_bps(ep, qn_cfg.dilation_milli);
+				burst = ep->burst_bytes;
+			}
 		}
-		qsrc = qn_queue_depth(eport, qs, cfg, rate, now, &depth_b, &depth_p);
-		vq_now = qsrc == 1 ? depth_b : qs->vq_bytes;
+		qsrc = qn_queue_depth(eport, qs, cfg, rate, burst, now, &depth_b, &depth_p, &tokens);
 		qs->last_bytes = depth_b;
 		qs->last_pkts = depth_p;
 		qn_peak(qs, depth_b);
@@ -229,7 +230,7 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 		__u32 pk = (in_port & (QN_MAX_PORTS - 1)) * QN_NUM_PRIOS + prio;
 		struct qn_pfc_acct *pa = bpf_map_lookup_elem(&qn_pfc_acct, &pk);
 
-		qn_charge(qs, len, vq_now, now);
+		qn_charge(qs, len, qsrc == 1, depth_b, tokens, now);
 		if (pa) {
 			__s64 b = __sync_fetch_and_add(&pa->bytes, len) + len;
 

@@ -18,7 +18,7 @@ static_assert(sizeof(struct qn_fib_val) == 4 + 20 * QN_MAX_NEXTHOPS, "qn_fib_val
 static_assert(sizeof(struct qn_port_stats) == 8 * (14 + QN_DROP_MAX), "qn_port_stats layout changed");
 static_assert(sizeof(struct qn_cfg) == 24, "qn_cfg layout changed");
 static_assert(sizeof(struct qn_swcfg) == 80, "qn_swcfg layout changed");
-static_assert(sizeof(struct qn_qstate) == 72, "qn_qstate layout changed");
+static_assert(sizeof(struct qn_qstate) == 80, "qn_qstate layout changed");
 static_assert(sizeof(struct qn_qdepth_override) == 16, "qn_qdepth_override layout changed");
 static_assert(sizeof(struct qn_pfc_acct) == 24, "qn_pfc_acct layout changed");
 static_assert(sizeof(struct qn_pfc_event) == 16, "qn_pfc_event layout changed");

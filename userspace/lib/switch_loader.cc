@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "abi.h"
+#include "bringup.h"
 #include "exec.h"
 #include "netns.h"
 #include "swcfg.h"
@@ -133,7 +134,7 @@ Status validate_ifindex(uint32_t ifindex, const std::string &expect, const std::
 	return ok_status();
 }
 
-Status fill_and_validate(const Topology &t, int sw, int ports_fd, int fib_fd)
+Status fill_and_validate(const Topology &t, int sw, const Dilation &d, int ports_fd, int fib_fd)
 {
 	const std::string &swname = t.nodes[size_t(sw)].name;
 	for (int pi : t.ports_of(sw)) {
@@ -144,6 +145,7 @@ Status fill_and_validate(const Topology &t, int sw, int ports_fd, int fib_fd)
 		v.role = t.nodes[size_t(p.peer_node)].kind == NodeKind::Host ? QN_ROLE_HOST : QN_ROLE_SWITCH;
 		v.rate_bps = l.rate_bps;
 		v.mtu = l.mtu;
+		v.burst_bytes = uint32_t(plan_htb(l.rate_bps, l.mtu, t.nodes[size_t(sw)].buffer_bytes, d).burst_bytes);
 		std::memcpy(v.mac, p.mac.data(), 6);
 		uint32_t key = p.ifindex;
 		if (bpf_map_update_elem(ports_fd, &key, &v, BPF_ANY))
@@ -316,7 +318,7 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_recirc), &zero, &rc_ifindex, BPF_ANY))
 			return sys_error(errno, "switch " + node.name + ": write qn_recirc");
 	}
-	QN_TRY(fill_and_validate(t, sw, bpf_map__fd(skel->maps.qn_ports), bpf_map__fd(skel->maps.qn_fib)));
+	QN_TRY(fill_and_validate(t, sw, d, bpf_map__fd(skel->maps.qn_ports), bpf_map__fd(skel->maps.qn_fib)));
 	// Pin the programs too, so `bpftool prog show pinned` and a later re-attach find them.
 	for (auto [prog, name] : {std::pair{skel->progs.qn_tc_ingress, "prog_ingress"},
 				  std::pair{skel->progs.qn_tc_egress, "prog_egress"}}) {

@@ -331,7 +331,9 @@ int cmd_recv(const Opts &o)
 	if (!sock)
 		die(sock.error().to_string());
 	std::vector<double> delay[2];
-	uint64_t valid = 0, corrupt = 0, dups = 0, other = 0;
+	uint64_t valid = 0, corrupt = 0, dups = 0, other = 0, echo = 0;
+	uint64_t ecn[4] = {}; // IPv4 ECN field of every IPv4 frame seen: not-ECT, ECT(1), ECT(0), CE
+	uint64_t ecn_stamped[4] = {};
 	std::set<uint64_t> seen;
 	auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
 	Bytes buf;
@@ -348,7 +350,10 @@ int cmd_recv(const Opts &o)
 		}
 		size_t ihl = size_t(buf[14] & 0xF) * 4;
 		size_t udp = 14 + ihl;
+		ecn[buf[15] & 3]++;
 		uint16_t dport = uint16_t(buf[udp + 2] << 8 | buf[udp + 3]);
+		if (dport == QN_ECHO_UDP_PORT)
+			echo++;
 		size_t hdr = udp + 8 + (dport == QN_ROCE_UDP_PORT ? 12 : 0);
 		if (buf.size() < hdr + kStampLen || get64(&buf[hdr]) != kMagic) {
 			other++;
@@ -368,12 +373,16 @@ int cmd_recv(const Opts &o)
 			continue;
 		}
 		valid++;
+		ecn_stamped[buf[15] & 3]++;
 		bool ctrl = dport != QN_ROCE_UDP_PORT ||
 			    buf[udp + 8] == QN_OP_CNP || buf[udp + 8] == QN_OP_RC_ACK || buf[udp + 8] == QN_OP_LDCP_ACK;
 		delay[ctrl ? 1 : 0].push_back(double(now - sent) / 1000.0);
 	}
-	std::printf("recv valid=%" PRIu64 " corrupt=%" PRIu64 " dup=%" PRIu64 " other=%" PRIu64 "\n", valid, corrupt,
-		    dups, other);
+	std::printf("recv valid=%" PRIu64 " corrupt=%" PRIu64 " dup=%" PRIu64 " other=%" PRIu64 " echo=%" PRIu64 "\n",
+		    valid, corrupt, dups, other, echo);
+	std::printf("ecn all_notect=%" PRIu64 " all_ect=%" PRIu64 " all_ce=%" PRIu64 " stamped_notect=%" PRIu64
+		    " stamped_ect=%" PRIu64 " stamped_ce=%" PRIu64 "\n",
+		    ecn[0], ecn[1] + ecn[2], ecn[3], ecn_stamped[0], ecn_stamped[1] + ecn_stamped[2], ecn_stamped[3]);
 	for (int c = 0; c < 2; c++)
 		std::printf("class=%s n=%zu delay_us_p50=%.1f delay_us_p99=%.1f delay_us_max=%.1f\n",
 			    c ? "control" : "data", delay[c].size(), pct(delay[c], 50), pct(delay[c], 99),

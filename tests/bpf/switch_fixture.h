@@ -1,0 +1,130 @@
+// switch_fixture.h - a loaded qn_switch skeleton with fake ports and routes for
+// BPF_PROG_TEST_RUN tables (shared by the switch and queue test files).
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <cstring>
+#include <unistd.h>
+#include <vector>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "abi.h"
+#include "packet.h"
+#include "qn_switch.skel.h"
+#include "testrun.h"
+
+using namespace qn;
+
+namespace qn_test {
+
+constexpr uint32_t kHostPort = 100;   // ingress ifindex of a host-facing port (fake)
+constexpr uint32_t kSwitchPort = 101; // ingress ifindex of a switch-facing port (fake)
+constexpr uint32_t kLo = 1;           // every next hop redirects to lo: TEST_RUN never sends
+constexpr uint32_t kLoPort = 2;       // lo's port number (the egress queue of every route)
+constexpr uint32_t kDst = 0x0b000201; // 11.0.2.1: one next hop
+constexpr uint32_t kEcmpDst = 0x0b000301; // 11.0.3.1: four next hops
+constexpr int TC_ACT_OK_ = 0, TC_ACT_SHOT_ = 2, TC_ACT_REDIRECT_ = 7;
+
+const Mac kSrcMac{0x02, 0x51, 0, 0, 1, 1};
+const Mac kSwMac{0x02, 0x51, 1, 0, 9, 1};
+
+inline Mac nh_dmac(int i) { return Mac{0x02, 0x51, 0, 0, 0x30, uint8_t(0x10 + i)}; }
+inline Mac nh_smac(int i) { return Mac{0x02, 0x51, 1, 0, 0x09, uint8_t(0x20 + i)}; }
+
+inline bool have_root()
+{
+	if (geteuid() == 0)
+		return true;
+	WARN("skipped: BPF_PROG_TEST_RUN needs root (CAP_BPF, CAP_NET_ADMIN)");
+	return false;
+}
+
+struct SwitchFixture {
+	qn_switch *skel = nullptr;
+
+	SwitchFixture()
+	{
+		skel = qn_switch__open();
+		REQUIRE(skel);
+		skel->rodata->qn_cfg.ecmp_seed = 0x1234567;
+		REQUIRE(qn_switch__load(skel) == 0);
+		add_port(kHostPort, 0, QN_ROLE_HOST);
+		add_port(kSwitchPort, 1, QN_ROLE_SWITCH);
+		add_port(kLo, 2, QN_ROLE_HOST); // egress counters in TEST_RUN land on lo
+		add_route(kDst, 1);
+		add_route(kEcmpDst, 4);
+	}
+	~SwitchFixture() { qn_switch__destroy(skel); }
+
+	void add_port(uint32_t ifindex, uint32_t no, uint32_t role)
+	{
+		qn_port p{};
+		p.port_no = no;
+		p.role = role;
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_ports), &ifindex, &p, BPF_ANY) == 0);
+	}
+	void add_route(uint32_t dst, int n)
+	{
+		qn_fib_key k{32, htonl(dst)};
+		qn_fib_val v{};
+		v.n_nexthops = uint32_t(n);
+		for (int i = 0; i < n; i++) {
+			v.nh[i].ifindex = kLo;
+			v.nh[i].port_no = kLoPort;
+			std::memcpy(v.nh[i].dmac, nh_dmac(i).data(), 6);
+			std::memcpy(v.nh[i].smac, nh_smac(i).data(), 6);
+		}
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_fib), &k, &v, BPF_ANY) == 0);
+	}
+	qn_port_stats stats(uint32_t port_no)
+	{
+		int ncpu = libbpf_num_possible_cpus();
+		std::vector<qn_port_stats> v(static_cast<size_t>(ncpu));
+		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(skel->maps.qn_port_stats), &port_no, v.data()) == 0);
+		qn_port_stats sum{};
+		for (const auto &s : v)
+			accumulate(sum, s);
+		return sum;
+	}
+	uint64_t orphan(uint32_t reason)
+	{
+		int ncpu = libbpf_num_possible_cpus();
+		std::vector<uint64_t> v(static_cast<size_t>(ncpu));
+		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(skel->maps.qn_orphan_drops), &reason, v.data()) == 0);
+		uint64_t s = 0;
+		for (auto x : v)
+			s += x;
+		return s;
+	}
+	TestRunOut ingress(const Bytes &f, uint32_t port)
+	{
+		auto r = test_run_tc(bpf_program__fd(skel->progs.qn_tc_ingress), f, port);
+		INFO((r.ok() ? std::string() : r.error().to_string()));
+		REQUIRE(r.ok());
+		return *r;
+	}
+	TestRunOut egress(const Bytes &f)
+	{
+		auto r = test_run_tc(bpf_program__fd(skel->progs.qn_tc_egress), f, 0);
+		REQUIRE(r.ok());
+		return *r;
+	}
+};
+
+inline FrameSpec roce(uint32_t dst = kDst)
+{
+	FrameSpec f;
+	f.dst = kSwMac;
+	f.src = kSrcMac;
+	f.saddr = 0x0b000101;
+	f.daddr = dst;
+	f.tos = (QN_DSCP_DATA << 2) | 0x2;
+	f.payload_len = 64;
+	return f;
+}
+
+} // namespace qn_test

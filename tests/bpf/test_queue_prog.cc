@@ -1,0 +1,307 @@
+// BPF_PROG_TEST_RUN tables for the switch's queues: RED/ECN marking, dynamic-threshold
+// admission, accounting and the skb->mark tag, PFC XOFF events, and the recirculation builder.
+// TEST_RUN has no real qdisc (skb->dev is lo), so depths come from qn_qdepth_override.
+#include "switch_fixture.h"
+
+#include <bpf/libbpf.h>
+
+using namespace qn_test;
+
+namespace {
+
+struct QueueFixture : SwitchFixture {
+	QueueFixture()
+	{
+		cfg = qn_swcfg{};
+		cfg.buffer_bytes = 1'000'000;
+		cfg.alpha_data_ppm = 1'000'000;
+		cfg.alpha_ctrl_ppm = 8'000'000;
+		write_cfg();
+	}
+	qn_swcfg cfg{};
+	void write_cfg()
+	{
+		uint32_t zero = 0;
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_swcfg), &zero, &cfg, BPF_ANY) == 0);
+	}
+	void depth(uint64_t bytes, uint32_t pkts = 1)
+	{
+		qn_qdepth_override o{1, pkts, bytes};
+		uint32_t port = kLoPort;
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_qdepth_override), &port, &o, BPF_ANY) == 0);
+	}
+	void buffer_used(int64_t used)
+	{
+		uint32_t zero = 0;
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_buffer), &zero, &used, BPF_ANY) == 0);
+	}
+	int64_t buffer_used()
+	{
+		uint32_t zero = 0;
+		int64_t v = 0;
+		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(skel->maps.qn_buffer), &zero, &v) == 0);
+		return v;
+	}
+	qn_qstate qstate()
+	{
+		uint32_t port = kLoPort;
+		qn_qstate q{};
+		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(skel->maps.qn_qstate), &port, &q) == 0);
+		return q;
+	}
+};
+
+FrameSpec with_tos(uint8_t tos)
+{
+	FrameSpec f = roce();
+	f.tos = tos;
+	return f;
+}
+
+// Fraction of `n` runs of frame f that come out CE.
+double ce_fraction(QueueFixture &fx, const Bytes &f, int n)
+{
+	int ce = 0;
+	for (int i = 0; i < n; i++) {
+		TestRunOut out = fx.ingress(f, kHostPort);
+		REQUIRE(out.retval == TC_ACT_REDIRECT_);
+		REQUIRE(ipv4_checksum(&out.data[14], 20) == 0);
+		REQUIRE((out.data[15] >> 2) == (f[15] >> 2)); // DSCP kept
+		ce += (out.data[15] & 3) == 3;
+	}
+	return double(ce) / n;
+}
+
+} // namespace
+
+TEST_CASE("qn_tc_ingress__red_ecn_marking", "[bpf][queue][ecn]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.cfg.ecn = 1;
+	fx.cfg.ecn_kmin_bytes = 10'000;
+	fx.cfg.ecn_kmax_bytes = 110'000;
+	fx.cfg.ecn_pmax_ppm = 200'000; // Pmax 0.2
+	fx.write_cfg();
+	const uint8_t ect0 = (QN_DSCP_DATA << 2) | 2, ect1 = (QN_DSCP_DATA << 2) | 1, notect = QN_DSCP_DATA << 2;
+	Bytes f0 = build_frame(with_tos(ect0)), f1 = build_frame(with_tos(ect1)), fn = build_frame(with_tos(notect));
+
+	SECTION("below Kmin: never marked")
+	{
+		fx.depth(9'999);
+		CHECK(ce_fraction(fx, f0, 300) == 0.0);
+		CHECK(ce_fraction(fx, f1, 300) == 0.0);
+	}
+	SECTION("above Kmax: always marked, ECT(0) and ECT(1)")
+	{
+		fx.depth(110'001);
+		CHECK(ce_fraction(fx, f0, 300) == 1.0);
+		CHECK(ce_fraction(fx, f1, 300) == 1.0);
+	}
+	SECTION("between: the fraction follows Pmax (q - Kmin) / (Kmax - Kmin)")
+	{
+		fx.depth(60'000); // p = 0.2 * 0.5 = 0.1
+		double p = ce_fraction(fx, f0, 4000);
+		INFO("marked fraction " << p << " (expected 0.10)");
+		CHECK(p > 0.08);
+		CHECK(p < 0.12);
+		fx.depth(100'000); // p = 0.2 * 0.9 = 0.18
+		double p2 = ce_fraction(fx, f1, 4000);
+		INFO("marked fraction " << p2 << " (expected 0.18)");
+		CHECK(p2 > 0.155);
+		CHECK(p2 < 0.205);
+	}
+	SECTION("Not-ECT is never marked, even above Kmax")
+	{
+		fx.depth(10'000'000);
+		CHECK(ce_fraction(fx, fn, 300) == 0.0);
+	}
+	SECTION("ECN off: nothing marked")
+	{
+		fx.cfg.ecn = 0;
+		fx.write_cfg();
+		fx.depth(10'000'000);
+		CHECK(ce_fraction(fx, f0, 100) == 0.0);
+	}
+	SECTION("counters: candidates and marks on the egress port")
+	{
+		fx.depth(110'001);
+		qn_port_stats before = fx.stats(kLoPort);
+		ce_fraction(fx, f0, 10);
+		ce_fraction(fx, fn, 10);
+		qn_port_stats after = fx.stats(kLoPort);
+		CHECK(after.ecn_ect - before.ecn_ect == 10);
+		CHECK(after.ecn_marked - before.ecn_marked == 10);
+	}
+}
+
+TEST_CASE("qn_tc_ingress__dynamic_threshold_admission", "[bpf][queue][admission]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.cfg.admission = 1;
+	fx.write_cfg();
+	Bytes data = build_frame(roce());
+	FrameSpec cs = roce();
+	cs.opcode = QN_OP_CNP;
+	Bytes ctrl = build_frame(cs);
+	const uint64_t len = data.size();
+	struct Case {
+		const char *label;
+		int64_t used;    // buffer in use
+		uint64_t depth;  // this queue
+		const Bytes *frame;
+		bool admitted;
+	};
+	// B = 1 MB, alpha data 1 (limit = B - used), alpha control 8.
+	const Case cases[] = {
+		{"empty buffer, short queue", 0, 10'000, &data, true},
+		{"lone queue up to B/2 + : limit = B - used", 0, 1'000'000 - len, &data, true},
+		{"lone queue one byte over the limit", 0, 1'000'000 - len + 1, &data, false},
+		{"busy buffer lowers the limit", 600'000, 400'000 - len, &data, true},
+		{"busy buffer, over", 600'000, 400'000 - len + 1, &data, false},
+		{"full buffer drops data", 1'000'000, 0, &data, false},
+		{"control class has alpha 8", 600'000, 3'000'000, &ctrl, true},
+	};
+	for (const auto &c : cases) {
+		SECTION(c.label)
+		{
+			fx.buffer_used(c.used);
+			fx.depth(c.depth);
+			qn_port_stats before = fx.stats(0);
+			TestRunOut out = fx.ingress(*c.frame, kHostPort);
+			CHECK(int(out.retval) == (c.admitted ? TC_ACT_REDIRECT_ : TC_ACT_SHOT_));
+			CHECK(fx.stats(0).drops[QN_DROP_BUFFER] - before.drops[QN_DROP_BUFFER] == (c.admitted ? 0u : 1u));
+			// Expect: an admitted packet is charged to the buffer, a dropped one is not.
+			CHECK(fx.buffer_used() == c.used + (c.admitted ? int64_t(c.frame->size()) : 0));
+		}
+	}
+	SECTION("admission off admits anything")
+	{
+		fx.cfg.admission = 0;
+		fx.write_cfg();
+		fx.buffer_used(2'000'000);
+		fx.depth(5'000'000);
+		CHECK(fx.ingress(data, kHostPort).retval == TC_ACT_REDIRECT_);
+	}
+}
+
+TEST_CASE("qn_tc_ingress__accounting_and_mark", "[bpf][queue]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.depth(0);
+	Bytes f = build_frame(roce());
+	qn_qstate before = fx.qstate();
+	int64_t used = fx.buffer_used();
+	TestRunOut out = fx.ingress(f, kHostPort);
+	REQUIRE(out.retval == TC_ACT_REDIRECT_);
+	qn_qstate after = fx.qstate();
+	// Expect: charged to the egress port and the buffer; skb->mark names ingress port 0, prio 3.
+	CHECK(after.acct_bytes - before.acct_bytes == int64_t(f.size()));
+	CHECK(after.acct_pkts - before.acct_pkts == 1);
+	CHECK(fx.buffer_used() - used == int64_t(f.size()));
+	CHECK(out.mark == (QN_MARK_MAGIC | (0u << QN_MARK_PORT_SHIFT) | (3u << QN_MARK_PRIO_SHIFT)));
+	// Expect: the depth the decision used is recorded.
+	fx.depth(12'345, 7);
+	fx.ingress(f, kHostPort);
+	CHECK(fx.qstate().last_bytes == 12'345);
+	CHECK(fx.qstate().last_pkts == 7);
+	CHECK(fx.qstate().peak_bytes >= 12'345);
+}
+
+TEST_CASE("qn_tc_ingress__pfc_xoff_event", "[bpf][queue][pfc]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.cfg.pfc = 1;
+	fx.cfg.pfc_quanta = 4096;
+	fx.cfg.pfc_xoff_bytes = 1000;
+	fx.cfg.pfc_xon_bytes = 500;
+	fx.write_cfg();
+	fx.depth(0);
+	std::vector<qn_pfc_event> events;
+	auto cb = [](void *ctx, void *data, size_t len) -> int {
+		if (len == sizeof(qn_pfc_event)) {
+			qn_pfc_event e;
+			std::memcpy(&e, data, sizeof(e));
+			static_cast<std::vector<qn_pfc_event> *>(ctx)->push_back(e);
+		}
+		return 0;
+	};
+	ring_buffer *rb = ring_buffer__new(bpf_map__fd(fx.skel->maps.qn_pfc_events), cb, &events, nullptr);
+	REQUIRE(rb);
+	Bytes f = build_frame(roce()); // 118 B, DSCP 26 -> priority 3
+	int sent = 0;
+	while ((sent + 1) * int(f.size()) < 1000) { // stay below XOFF
+		fx.ingress(f, kHostPort);
+		sent++;
+	}
+	ring_buffer__consume(rb);
+	// Expect: no event until the (port 0, prio 3) account reaches XOFF.
+	CHECK(events.empty());
+	fx.ingress(f, kHostPort);
+	fx.ingress(f, kHostPort); // still paused: no second XOFF
+	ring_buffer__consume(rb);
+	REQUIRE(events.size() == 1);
+	CHECK(events[0].port_no == 0);
+	CHECK(events[0].prio == 3);
+	CHECK(events[0].quanta == 4096);
+	CHECK(events[0].ifindex == kHostPort);
+	CHECK(fx.stats(0).pfc_xoff_sent == 1);
+	// Expect: a switch-facing port never pauses its peer (edge PFC only).
+	events.clear();
+	for (int i = 0; i < 20; i++)
+		fx.ingress(f, kSwitchPort);
+	ring_buffer__consume(rb);
+	CHECK(events.empty());
+	ring_buffer__free(rb);
+}
+
+TEST_CASE("qn_tc_recirc__builds_an_echo_to_the_sender", "[bpf][queue][recirc]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.add_route(0x0b000101, 1); // the sender 11.0.1.1
+	FrameSpec s = roce();
+	s.payload_len = 500;
+	s.sport = 0xC123;
+	s.dest_qp = 0xABCDE;
+	Bytes in = build_frame(s);
+	__sk_buff ctx{};
+	ctx.mark = QN_MARK_RECIRC;
+	TestRunOut out;
+	out.data.resize(in.size() + 64);
+	DECLARE_LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in.data(), .data_out = out.data.data(),
+			    .data_size_in = uint32_t(in.size()), .data_size_out = uint32_t(out.data.size()),
+			    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
+	REQUIRE(bpf_prog_test_run_opts(bpf_program__fd(fx.skel->progs.qn_tc_recirc), &opts) == 0);
+	out.data.resize(opts.data_size_out);
+	CHECK(opts.retval == TC_ACT_REDIRECT_);
+	REQUIRE(out.data.size() == QN_ECHO_LEN);
+	const uint8_t *ip = &out.data[14];
+	// Expect: addressed to the sender, control DSCP, lengths and checksum fixed.
+	CHECK((ip[12] << 24 | ip[13] << 16 | ip[14] << 8 | ip[15]) == int(kDst));
+	CHECK(uint32_t(ip[16] << 24 | ip[17] << 16 | ip[18] << 8 | ip[19]) == 0x0b000101u);
+	CHECK(ip[1] == QN_DSCP_CONTROL << 2);
+	CHECK((ip[2] << 8 | ip[3]) == QN_ECHO_LEN - 14);
+	CHECK(ipv4_checksum(ip, 20) == 0);
+	const uint8_t *udp = &out.data[34];
+	CHECK((udp[0] << 8 | udp[1]) == 0xC123); // the sender's QPN stays in the source port
+	CHECK((udp[2] << 8 | udp[3]) == QN_ECHO_UDP_PORT);
+	CHECK((udp[4] << 8 | udp[5]) == 20);
+	// Expect: the original BTH is carried (DestQP).
+	CHECK((out.data[47] << 16 | out.data[48] << 8 | out.data[49]) == 0xABCDE);
+	CHECK(Mac{out.data[0], out.data[1], out.data[2], out.data[3], out.data[4], out.data[5]} == nh_dmac(0));
+	// Expect: only marked copies are built.
+	ctx.mark = 0;
+	out.data.resize(in.size() + 64);
+	opts.data_size_out = uint32_t(out.data.size());
+	REQUIRE(bpf_prog_test_run_opts(bpf_program__fd(fx.skel->progs.qn_tc_recirc), &opts) == 0);
+	CHECK(opts.retval == TC_ACT_SHOT_);
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# netns: edge PFC. With XOFF low on s1 and a sender that honors PAUSE, 802.1Qbb XOFF frames
+# (priority 3, quanta 65535) and XON frames (quanta 0) reach the sender, and s1 drops nothing.
+source "$(dirname "$0")/lib.sh"
+
+topo=$(write_dumbbell 300Mbps)
+"$QUENCH" topo up "$topo" >/dev/null
+"$QUENCH" switch set "${TOPO_NAME}/s1" pfc=on xoff=200KB xon=150KB >/dev/null
+H1=$(host_ip h1); H3=$(host_ip h3); M1=$(gw_mac h1)
+
+"$TRAFFIC" send --netns "$(ns h1)" --dev h1-eth0 --dst-mac "$M1" --src-ip "$H1" --dst-ip "$H3" \
+	--seconds 3 --size 1500 --flows 8 --honor-pfc 3 --link-rate 10e9 >"$WORK/tx.out"
+cat "$WORK/tx.out"
+stats=$("$QUENCH" switch stats "${TOPO_NAME}/s1")
+echo "$stats"
+xoff=$(field "$WORK/tx.out" xoff pfc); xon=$(field "$WORK/tx.out" xon pfc); q=$(field "$WORK/tx.out" xoff_quanta pfc)
+[ "${xoff:-0}" -gt 0 ] || fail "no XOFF frame reached the sender"
+[ "${xon:-0}" -gt 0 ] || fail "no XON frame reached the sender"
+[ "$q" = 65535 ] || fail "XOFF quanta were [$q], expected 65535"
+if echo "$stats" | grep -E '^  s1-p[0-9]+:.*(buffer|truncated|redirect)='; then
+	fail "s1 dropped packets while PFC was on"
+fi
+sw_xoff=$(echo "$stats" | awk '$2=="s1-p1" && NF==11 {print $9}')
+[ "${sw_xoff:-0}" != 0 ] || fail "s1 counted no XOFF on s1-p1"
+pass "sender saw $xoff XOFF (incl. refreshes) and $xon XON at priority 3; no drops"

@@ -222,7 +222,7 @@ struct qn_qstate {
 	__u64 last_bytes;       /* depth the last ingress decision read */
 	__u64 last_pkts;
 	__u64 vq_bytes;         /* virtual queue (fallback): a token bucket like the port's HTB */
-	__u64 vq_tokens;        /* its tokens, at most the port's burst */
+	__s64 vq_tokens;        /* its tokens, at most the port's burst; negative after an overdraw */
 	__u64 vq_last_ns;       /* wall ns of its last update */
 	__u64 last_sample_ns;   /* wall ns of the last queue sample posted */
 };

@@ -96,7 +96,8 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	void *data, *data_end;
 	__u32 ifindex = skb->ingress_ifindex;
 	__u32 idx, n, eport, in_port, prio, len = skb->len;
-	__u64 now, depth_b = 0, depth_p = 0, tokens = 0;
+	__u64 now, depth_b = 0, depth_p = 0;
+	__s64 tokens = 0;
 	int qsrc = -1, mark_ce = 0;
 	long ret;
 

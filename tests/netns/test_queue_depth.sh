@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # netns: the BPF queue depth equals `tc -s qdisc` exactly (bytes and packets) on a static queue
-# (a 10 kbit/s shaper: a 2 KB frame leaves every 1.6 s); forced to the virtual queue, the
+# (a 2 kbit/s shaper: a 2 KB frame leaves every 8 s, long enough even under emulation); forced to the virtual queue, the
 # depth agrees within one packet.
 source "$(dirname "$0")/lib.sh"
 command -v bpftool >/dev/null || skip "missing bpftool"
@@ -11,8 +11,8 @@ host h1
 host h2
 host h3
 link h1 sw
-link h2 sw rate=10kbps
-link h3 sw rate=10kbps")
+link h2 sw rate=2kbps
+link h3 sw rate=2kbps")
 "$QUENCH" topo up "$topo" >/dev/null
 H1=$(host_ip h1); M1=$(gw_mac h1)
 PIN=/sys/fs/bpf/quench/${TOPO_NAME}/sw

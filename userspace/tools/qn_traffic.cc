@@ -26,11 +26,15 @@
 #include <linux/if_link.h>
 #include <linux/if_packet.h>
 #include <set>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "abi.h"
+#include "exec.h"
 #include "netns.h"
 #include "packet.h"
 #include "pfc.h"
@@ -419,6 +423,88 @@ int cmd_rate(const Opts &o)
 	return 0;
 }
 
+// The switch-to-switch PAUSE spike (docs/switch.md): while floods keep port `dev` busy,
+// "a PAUSE arrives" at T0 and the data class 1:20 of that port is throttled to 8 bit/s over
+// netlink, either through a persistent `tc -batch` process (one netlink socket kept open) or
+// a fresh `tc` per command. Measures the time from T0 to the port's last transmitted frame and
+// the bytes that left after T0.
+int cmd_spike(const Opts &o, int rounds)
+{
+	int in[2];
+	if (pipe(in) < 0)
+		die("pipe");
+	pid_t tc = fork();
+	if (tc == 0) {
+		dup2(in[0], 0);
+		close(in[1]);
+		execlp("tc", "tc", "-n", o.netns.c_str(), "-batch", "-", static_cast<char *>(nullptr));
+		_exit(127);
+	}
+	close(in[0]);
+	auto tx = [&]() {
+		auto c = if_counters(o.netns, o.dev);
+		if (!c)
+			die(c.error().to_string());
+		return c->tx_bytes;
+	};
+	// The class's current rate line, to restore it after each round.
+	auto cur = run_ok({"tc", "-n", o.netns, "class", "show", "dev", o.dev, "classid", "1:20"});
+	if (!cur)
+		die(cur.error().to_string());
+	std::string rate = "1Gbit";
+	{
+		auto pos = cur->find(" ceil ");
+		if (pos != std::string::npos)
+			rate = cur->substr(pos + 6, cur->find(' ', pos + 6) - pos - 6);
+	}
+	std::string throttle = "class change dev " + o.dev + " parent 1:1 classid 1:20 htb rate 8bit ceil 8bit prio 1\n";
+	std::string restore = "class change dev " + o.dev + " parent 1:1 classid 1:20 htb rate " + rate + " ceil " +
+			      rate + " prio 1\n";
+	for (int mode = 0; mode < 2; mode++) {
+		std::vector<double> quiet_us, slipped;
+		for (int r = 0; r < rounds; r++) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(300));
+			uint64_t t0 = mono_ns(), b0 = tx();
+			if (mode == 0) {
+				if (write(in[1], throttle.data(), throttle.size()) != ssize_t(throttle.size()))
+					die("write to tc -batch");
+			} else {
+				std::vector<std::string> argv{"tc", "-n", o.netns};
+				std::istringstream words(throttle);
+				std::string w;
+				while (words >> w)
+					argv.push_back(w);
+				if (!run_ok(argv))
+					die("tc class change failed");
+			}
+			uint64_t last_b = b0, last_t = t0;
+			while (mono_ns() - last_t < 20'000'000 && mono_ns() - t0 < 2'000'000'000) {
+				uint64_t b = tx();
+				if (b != last_b) {
+					last_b = b;
+					last_t = mono_ns();
+				}
+			}
+			quiet_us.push_back(double(last_t - t0) / 1e3);
+			slipped.push_back(double(last_b - b0));
+			std::vector<std::string> argv{"tc", "-n", o.netns};
+			std::istringstream words(restore);
+			std::string w;
+			while (words >> w)
+				argv.push_back(w);
+			if (!run_ok(argv))
+				die("restore failed");
+		}
+		std::printf("spike mode=%s rounds=%d quiet_us_p50=%.0f quiet_us_max=%.0f slipped_bytes_p50=%.0f "
+			    "slipped_bytes_max=%.0f\n",
+			    mode == 0 ? "persistent_netlink" : "tc_per_command", rounds, pct(quiet_us, 50),
+			    pct(quiet_us, 100), pct(slipped, 50), pct(slipped, 100));
+	}
+	close(in[1]);
+	waitpid(tc, nullptr, 0);
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -435,5 +521,7 @@ int main(int argc, char **argv)
 		return cmd_recv(o);
 	if (o.cmd == "rate")
 		return cmd_rate(o);
+	if (o.cmd == "spike")
+		return cmd_spike(o, o.count ? int(o.count) : 10);
 	die("unknown command " + o.cmd);
 }

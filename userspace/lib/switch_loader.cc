@@ -321,7 +321,8 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 	QN_TRY(fill_and_validate(t, sw, d, bpf_map__fd(skel->maps.qn_ports), bpf_map__fd(skel->maps.qn_fib)));
 	// Pin the programs too, so `bpftool prog show pinned` and a later re-attach find them.
 	for (auto [prog, name] : {std::pair{skel->progs.qn_tc_ingress, "prog_ingress"},
-				  std::pair{skel->progs.qn_tc_egress, "prog_egress"}}) {
+				  std::pair{skel->progs.qn_tc_egress, "prog_egress"},
+				  std::pair{skel->progs.qn_tp_dequeue, "prog_dequeue"}}) {
 		std::string path = dir + "/" + name;
 		int err = bpf_program__pin(prog, path.c_str());
 		if (err)
@@ -334,6 +335,21 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 Status reattach_switch(const Topology &t, int sw, const Dilation &)
 {
 	std::string dir = switch_pin_dir(t, sw);
+	// The departure hook, if attach_bare() removed it.
+	struct stat stl;
+	if (stat((dir + "/link_dequeue").c_str(), &stl) != 0) {
+		int pfd = bpf_obj_get((dir + "/prog_dequeue").c_str());
+		if (pfd < 0)
+			return sys_error(errno, "open pinned " + dir + "/prog_dequeue");
+		int lfd = bpf_raw_tracepoint_open(nullptr, pfd);
+		close(pfd);
+		if (lfd < 0)
+			return sys_error(errno, "attach the dequeue hook of " + dir);
+		int err = bpf_obj_pin(lfd, (dir + "/link_dequeue").c_str());
+		close(lfd);
+		if (err)
+			return sys_error(errno, "pin " + dir + "/link_dequeue");
+	}
 	int in = bpf_obj_get((dir + "/prog_ingress").c_str());
 	if (in < 0)
 		return sys_error(errno, "open pinned " + dir + "/prog_ingress");
@@ -365,6 +381,8 @@ Status attach_bare(const Topology &t, int sw)
 		if (bpf_map_update_elem(fd, &in, &out, BPF_ANY))
 			return sys_error(errno, "update qn_bare_port");
 	}
+	// The baseline has no departure hook either: unpinning its only reference detaches it.
+	unlink((switch_pin_dir(t, sw) + "/link_dequeue").c_str());
 	return attach_all(t, sw, bpf_program__fd(skel->progs.qn_bare_ingress), -1);
 }
 

@@ -424,7 +424,7 @@ int cmd_rate(const Opts &o)
 }
 
 // The switch-to-switch PAUSE spike (docs/switch.md): while floods keep port `dev` busy,
-// "a PAUSE arrives" at T0 and the data class 1:20 of that port is throttled to 8 bit/s over
+// "a PAUSE arrives" at T0 and the data class 1:20 of that port is throttled to 100 kbit/s over
 // netlink, either through a persistent `tc -batch` process (one netlink socket kept open) or
 // a fresh `tc` per command. Measures the time from T0 to the port's last transmitted frame and
 // the bytes that left after T0.
@@ -457,13 +457,13 @@ int cmd_spike(const Opts &o, int rounds)
 		if (pos != std::string::npos)
 			rate = cur->substr(pos + 6, cur->find(' ', pos + 6) - pos - 6);
 	}
-	std::string throttle = "class change dev " + o.dev + " parent 1:1 classid 1:20 htb rate 8bit ceil 8bit prio 1\n";
+	std::string throttle = "class change dev " + o.dev + " parent 1:1 classid 1:20 htb rate 100kbit ceil 100kbit prio 1\n";
 	std::string restore = "class change dev " + o.dev + " parent 1:1 classid 1:20 htb rate " + rate + " ceil " +
 			      rate + " prio 1\n";
 	for (int mode = 0; mode < 2; mode++) {
 		std::vector<double> quiet_us, slipped;
 		for (int r = 0; r < rounds; r++) {
-			std::this_thread::sleep_for(std::chrono::milliseconds(300));
+			std::this_thread::sleep_for(std::chrono::milliseconds(600)); // repay the throttled class's token debt
 			uint64_t t0 = mono_ns(), b0 = tx();
 			if (mode == 0) {
 				if (write(in[1], throttle.data(), throttle.size()) != ssize_t(throttle.size()))

@@ -61,10 +61,10 @@ ns() { echo "qn-${TOPO_NAME}-$1"; }
 # vm_or IN_VM OUTSIDE: the first value under emulation (QN_IN_VM set), else the second.
 vm_or() { if [ -n "${QN_IN_VM:-}" ]; then echo "$1"; else echo "$2"; fi; }
 
-# write_dumbbell BOTTLENECK [MTU] [HOST_RATE]: the dumbbell (h1, h2 on s1; h3, h4 on s2) with
-# the s1-s2 link at BOTTLENECK. Return (stdout): the file path.
+# write_dumbbell BOTTLENECK [MTU] [HOST_RATE] [BUFFER]: the dumbbell (h1, h2 on s1; h3, h4 on
+# s2) with the s1-s2 link at BOTTLENECK. Return (stdout): the file path.
 write_dumbbell() {
-	write_topo "defaults rate=${3:-10Gbps} mtu=${2:-2048} delay=1us
+	write_topo "defaults rate=${3:-10Gbps} mtu=${2:-2048} delay=1us buffer=${4:-12MB}
 switch s1
 switch s2
 host h1

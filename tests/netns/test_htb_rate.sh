@@ -2,14 +2,25 @@
 # netns: the bottleneck's egress rate (wire bits: frame + 24 B, as HTB charges) is within 2% of
 # the configured rate at 1 and 8 Gbit/s, with two AF_PACKET senders that offer more than the
 # bottleneck and are not limited by a socket buffer (QDISC_BYPASS, 8 MB send buffers).
-# Jumbo frames (MTU 9000) keep the packet rate within what 2 cores forward (notes/datapath.md:
-# ~240 kpps of 4 KB frames on both cores); hosts then run without XDP steering (MTU > 3506).
+# 16 KB frames (veth allows MTUs up to 65535) keep the packet rate (62 kpps at 8 Gbit/s) well
+# within what 2 cores forward through two switches with the full pipeline; hosts then run
+# without XDP steering (MTU > 3506). A 24 MB switch buffer puts the bfifo leaves (2 B) above
+# both senders' socket buffers, so senders are back-pressured and nothing is dropped.
 source "$(dirname "$0")/lib.sh"
 
+steal_ticks() { awk '/^cpu / {print $9}' /proc/stat; }
+
+# check_rate GBPS: one attempt. Return: 0 pass, 1 fail, 2 invalid (the hypervisor stole more
+# than 2% of the CPU time during the measurement: the shaper's timers ran late for reasons
+# outside the machine, DESIGN.md §5).
 check_rate() {
 	local gbps=$1
-	topo=$(write_dumbbell ${gbps}Gbps 9000 20Gbps)
+	topo=$(write_dumbbell ${gbps}Gbps 16000 20Gbps 24MB)
 	"$QUENCH" topo up "$topo" 2>/dev/null >/dev/null
+	# Admission off: the senders are then back-pressured by their socket buffers (veth keeps
+	# skb->sk) instead of spinning on admission drops, which starves the shaper's own timer
+	# softirq on 2 cores (measured: 1 Gbit/s fell to 0.986 with 35 Gbit/s of dropped offer).
+	"$QUENCH" switch set "${TOPO_NAME}/s1" admission=off >/dev/null
 	# The receivers are sinks: a tc ingress program that drops everything (the bare redirect
 	# program with an empty port map) keeps their IP stack from competing for the 2 cores.
 	local h
@@ -22,13 +33,15 @@ check_rate() {
 	H1=$(host_ip h1); H2=$(host_ip h2); H3=$(host_ip h3); H4=$(host_ip h4)
 	M1=$(gw_mac h1); M2=$(gw_mac h2)
 	bg tx1 "$TRAFFIC" send --netns "$(ns h1)" --dev h1-eth0 --dst-mac "$M1" --src-ip "$H1" --dst-ip "$H3" \
-		--seconds 6 --size 9000 --flows 4
+		--seconds 6 --size 16000 --flows 4
 	bg tx2 "$TRAFFIC" send --netns "$(ns h2)" --dev h2-eth0 --dst-mac "$M2" --src-ip "$H2" --dst-ip "$H4" \
-		--seconds 6 --size 9000 --flows 4
-	bg rate "$TRAFFIC" rate --netns "$(ns s1)" --dev s1-p3 --warmup 2 --seconds 3
+		--seconds 6 --size 16000 --flows 4
+	local st0 st1
+	sleep 2
+	st0=$(steal_ticks)
+	bg rate "$TRAFFIC" rate --netns "$(ns s1)" --dev s1-p3 --warmup 0 --seconds 3
 	# While the rate is measured, the data class must hold a queue: the shaper, not the
 	# senders, sets the rate. Ten samples; HTB drains in bursts, so allow a few empty ones.
-	sleep 2
 	local backlog="" busy=0 i b
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		b=$(tc -n "$(ns s1)" -s qdisc show dev s1-p3 | awk '/^qdisc bfifo 20:/ {f=1} f && /backlog/ {print $2; exit}')
@@ -37,18 +50,38 @@ check_rate() {
 		sleep 0.25
 	done
 	wait "$PID_rate" || fail "rate measurement: $(cat "$WORK/rate.out")"
+	st1=$(steal_ticks)
 	wait "$PID_tx1" || fail "sender h1: $(cat "$WORK/tx1.out")"
 	wait "$PID_tx2" || fail "sender h2: $(cat "$WORK/tx2.out")"
 	local wire offered
 	wire=$(field "$WORK/rate.out" wire_bps)
 	offered=$(( $(field "$WORK/tx1.out" rate_bps) + $(field "$WORK/tx2.out" rate_bps) ))
 	echo "configured ${gbps} Gbit/s: $(cat "$WORK/rate.out"); offered ${offered} bit/s (L2); data backlog samples:${backlog}"
+	# steal is in USER_HZ ticks summed over CPUs: 2% of 3 s on $(nproc) CPUs
+	local steal_pct
+	steal_pct=$(awk -v d=$((st1 - st0)) -v n="$(nproc)" 'BEGIN { printf "%.1f", 100 * d / (300 * n) }')
+	echo "steal during the measurement: ${steal_pct}%"
+	if awk -v p="$steal_pct" 'BEGIN { exit p > 2 ? 0 : 1 }'; then
+		"$QUENCH" topo down "$topo"
+		return 2
+	fi
 	[ "$busy" -ge 7 ] || fail "the bottleneck queue was empty in $((10 - busy)) of 10 samples at ${gbps} Gbit/s: the senders, not the shaper, set the rate"
 	awk -v w="$wire" -v g="$gbps" 'BEGIN { r = w / (g * 1e9); printf "ratio %.4f\n", r; exit (r >= 0.98 && r <= 1.02) ? 0 : 1 }' ||
 		fail "bottleneck at ${gbps} Gbit/s ran at ${wire} wire bit/s (outside 2%)"
 	"$QUENCH" topo down "$topo"
 }
 
-check_rate 1
-check_rate 8
+# Up to 4 attempts per rate; only attempts without host interference count (a valid attempt
+# that misses fails the test at once).
+for g in 1 8; do
+	ok=""
+	for attempt in 1 2 3 4; do
+		rc=0
+		check_rate "$g" || rc=$?
+		if [ $rc -eq 0 ]; then ok=1; break; fi
+		echo "attempt $attempt at $g Gbit/s invalid: the host stole CPU time; retrying"
+	done
+	[ -n "$ok" ] || skip "no valid measurement at $g Gbit/s in 4 attempts: the hypervisor stole more than 2% of the CPU each time"
+
+done
 pass "HTB bottleneck within 2% of 1 and 8 Gbit/s"

@@ -21,7 +21,7 @@ namespace {
 // PAGE_SIZE - XDP headroom (256) - Ethernet header (14) - skb_shared_info (320) = 3506.
 constexpr uint32_t kMaxHostMtu = 3506;
 constexpr uint32_t kMinMtu = 576;
-constexpr uint32_t kMaxMtu = 9000;
+constexpr uint32_t kMaxMtu = 65535; // veth's maximum
 constexpr uint32_t kIfindexBase = 100;
 
 std::string at(const std::string &src, int line) { return src + ":" + std::to_string(line) + ": "; }

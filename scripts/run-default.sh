@@ -72,6 +72,7 @@ wire=$(val "$OUT/rate.txt" wire_bps)
 	printf '%-44s %s\n' "metric" "value"
 	printf '%-44s %s\n' "bottleneck configured" "${RATE_GBPS}.000 Gbit/s"
 	printf '%-44s %s\n' "bottleneck achieved (wire bits)" "$(awk -v w="$wire" 'BEGIN{printf "%.3f Gbit/s (%.2f%%)", w/1e9, 100*w/('$RATE_GBPS'e9)}')"
+	printf '%-44s %s\n' "validity (achieved within 3%, DESIGN.md §5)" "$(awk -v w="$wire" 'BEGIN{d = w/('$RATE_GBPS'e9) - 1; if (d < 0) d = -d; print (d <= 0.03 ? "valid" : "INVALID: the CPU, not the shaper, set the rate")}')"
 	printf '%-44s %s\n' "data-class backlog at s1-p3 (sample)" "$backlog"
 	printf '%-44s %s\n' "data probes: one-way delay p50 / p99" "$(cls "$OUT/delays.txt" data delay_us_p50) / $(cls "$OUT/delays.txt" data delay_us_p99) us"
 	printf '%-44s %s\n' "CNPs (control class): delay p50 / p99" "$(cls "$OUT/delays.txt" control delay_us_p50) / $(cls "$OUT/delays.txt" control delay_us_p99) us"

@@ -14,7 +14,8 @@
 #include "maps.h"
 #include "queue.h"
 
-#define QN_DEQ_MAX_BULK 8 /* skbs a bulk dequeue may chain; more are not released (counted) */
+#define QN_DEQ_MAX_BULK 8 /* skbs a bulk dequeue may chain (veth without BQL dequeues one);
+                           * skbs beyond it would keep their accounting charged */
 
 static __always_inline void qn_release_one(struct sk_buff *skb, struct qn_qstate *qs, const struct qn_swcfg *cfg,
 					   __u64 now)

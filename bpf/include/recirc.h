@@ -13,7 +13,6 @@
 
 #include "bpf_common.h"
 #include "maps.h"
-#include "hash.h"
 
 static __always_inline __u16 qn_ipv4_csum(struct iphdr *ip)
 {

@@ -232,7 +232,7 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		for (int k = 0; k < 2; k++) {
 			bool quench_now = (k == 0) == (r % 2 == 0);
 			if (quench_now)
-				QN_TRY(reattach_switch(t, s1, uo.dilation));
+				QN_TRY(reattach_switch(t, s1));
 			else
 				QN_TRY(attach_bare(t, s1));
 			auto m = measure_mpps(t, o, frames);

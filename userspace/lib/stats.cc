@@ -46,21 +46,14 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 	c.topology = t.name;
 	c.sw = t.nodes[size_t(sw)].name;
 	std::string dir = switch_pin_dir(t, sw);
-	Fd ports{bpf_obj_get((dir + "/qn_ports").c_str())};
-	if (ports.fd < 0)
-		return sys_error(errno, "open " + dir + "/qn_ports");
-	Fd stats{bpf_obj_get((dir + "/qn_port_stats").c_str())};
-	if (stats.fd < 0)
-		return sys_error(errno, "open " + dir + "/qn_port_stats");
-	Fd orphans{bpf_obj_get((dir + "/qn_orphan_drops").c_str())};
-	if (orphans.fd < 0)
-		return sys_error(errno, "open " + dir + "/qn_orphan_drops");
-	Fd qstate{bpf_obj_get((dir + "/qn_qstate").c_str())};
-	if (qstate.fd < 0)
-		return sys_error(errno, "open " + dir + "/qn_qstate");
-	Fd buffer{bpf_obj_get((dir + "/qn_buffer").c_str())};
-	if (buffer.fd < 0)
-		return sys_error(errno, "open " + dir + "/qn_buffer");
+	Fd ports, stats, orphans, qstate, buffer;
+	for (auto [fd, name] : {std::pair{&ports, "qn_ports"}, std::pair{&stats, "qn_port_stats"},
+				std::pair{&orphans, "qn_orphan_drops"}, std::pair{&qstate, "qn_qstate"},
+				std::pair{&buffer, "qn_buffer"}}) {
+		fd->fd = bpf_obj_get((dir + "/" + name).c_str());
+		if (fd->fd < 0)
+			return sys_error(errno, "open " + dir + "/" + name);
+	}
 	{
 		uint32_t zero = 0;
 		if (bpf_map_lookup_elem(buffer.fd, &zero, &c.buffer_used))

@@ -332,7 +332,7 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 			  bpf_program__fd(skel->progs.qn_tc_egress));
 }
 
-Status reattach_switch(const Topology &t, int sw, const Dilation &)
+Status reattach_switch(const Topology &t, int sw)
 {
 	std::string dir = switch_pin_dir(t, sw);
 	// The departure hook, if attach_bare() removed it.

@@ -22,7 +22,7 @@ Status load_switch(const Topology &t, int sw, const Dilation &d);
 // Replace the switch's tc programs on every port with the bare redirect baseline (bench), or
 // put quench's programs back. Maps stay pinned.
 Status attach_bare(const Topology &t, int sw);
-Status reattach_switch(const Topology &t, int sw, const Dilation &d);
+Status reattach_switch(const Topology &t, int sw);
 
 // Route libbpf's messages (verifier logs included) to stderr; warnings and above unless verbose.
 void setup_libbpf_logging(bool verbose);

@@ -269,4 +269,43 @@ enum qn_steer_counter {
 	QN_STEER_MAX = 3,
 };
 
+
+/*
+ * RoCEv2 transport headers as the engine writes them (../shared/specs/common.md §1). All
+ * multi-byte fields big-endian (wire order). A frame is Eth / IPv4 (DSCP, ECN) / UDP 4791 /
+ * BTH / [AETH [/ qn_qack]] / payload / pad / [ICRC].
+ */
+struct qn_bth {
+	__u8 opcode;
+	__u8 flags;        /* SE(7) M(6) PadCnt(5..4) TVer(3..0) */
+	__be16 pkey;       /* 0xFFFF */
+	__u8 becn_resv;    /* FECN(7) BECN(6); masked in the ICRC */
+	__u8 dest_qp[3];   /* 24-bit destination QPN */
+	__u8 ack_req;      /* A(7) */
+	__u8 psn[3];       /* 24-bit PSN */
+};
+
+struct qn_aeth {
+	__u8 syndrome;     /* 0x00..0x1F ACK (credits), 0x60 NAK PSN sequence error */
+	__u8 msn[3];       /* messages completed at the responder */
+};
+
+/*
+ * quench's ACK extension after the AETH of every ACK/NAK the engine sends: ECN echo for the
+ * congestion controller and the selective-repeat SACK bitmap (docs/wire.md).
+ */
+struct qn_qack {
+	__u8 flags;        /* QN_QACK_ECE: a CE-marked data packet arrived since the last ACK */
+	__u8 resv;
+	__be16 ce_pkts;    /* CE-marked data packets since the previous ACK (saturating) */
+	__be32 resv2;
+	__be64 sack;       /* bit i: PSN (expected + 1 + i) is held by the receiver */
+};
+
+#define QN_QACK_ECE 0x01
+#define QN_AETH_ACK 0x1F           /* ACK, credits invalid/unlimited */
+#define QN_AETH_NAK_SEQ 0x60       /* NAK: PSN sequence error */
+#define QN_CNP_PAYLOAD_LEN 16      /* reserved bytes after the CNP's BTH */
+#define QN_ROCE_DEFAULT_PKEY 0xFFFF
+
 #endif /* QN_ABI_H */

@@ -1,0 +1,102 @@
+// The NIC's transmit timing (transport/pacer.h): the link pacer never exceeds its rate and never
+// bursts to catch up; the timing wheel never fires early and loses nothing.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <vector>
+
+#include "pacer.h"
+
+using namespace qn::tp;
+
+TEST_CASE("link_pacer__never_exceeds_the_rate", "[pacer]")
+{
+	const uint64_t rate = 25'000'000'000ULL;
+	LinkPacer p(rate);
+	std::mt19937_64 rng(1);
+	struct Tx {
+		uint64_t t, bytes;
+	};
+	std::vector<Tx> log;
+	uint64_t now = 0;
+	// A busy sender polled at random instants, sometimes very late (stalls), sends whenever
+	// the pacer allows.
+	for (int i = 0; i < 200000; i++) {
+		now += (rng() % 10 == 0) ? rng() % 20000 : rng() % 300;
+		while (p.ready(now)) {
+			uint64_t b = 84 + rng() % 2100;
+			p.send(now, b, true);
+			log.push_back({now, b});
+		}
+	}
+	REQUIRE(log.size() > 1000);
+	// Expect: for every pair i < j, the bytes started in [t_i, t_j) fit in the time between
+	// them at the rate: sum_{i..j-1} ser(b) <= t_j - t_i. Checked for all windows ending at j.
+	uint64_t worst_excess = 0;
+	for (size_t j = 1; j < log.size(); j++) {
+		uint64_t ser = 0;
+		for (size_t i = j; i-- > 0 && j - i <= 64;) {
+			ser += serialization_ns(log[i].bytes, rate);
+			uint64_t span = log[j].t - log[i].t;
+			if (ser > span)
+				worst_excess = std::max(worst_excess, ser - span);
+		}
+	}
+	CHECK(worst_excess == 0);
+}
+
+TEST_CASE("link_pacer__late_start_is_not_recovered", "[pacer]")
+{
+	LinkPacer p(10'000'000'000ULL); // 1000 B = 800 ns
+	CHECK(p.send(0, 1000, true) == 0);
+	CHECK(p.next_free() == 800);
+	// Expect: polled 5 us late, the frame starts now and reports 4200 ns lateness ...
+	CHECK(p.send(5000, 1000, true) == 4200);
+	// ... and the next may start only one serialization time later (no catch-up burst).
+	CHECK(p.next_free() == 5800);
+	CHECK_FALSE(p.ready(5799));
+	CHECK(p.ready(5800));
+	// An idle link is not late.
+	CHECK(p.send(9000, 1000, false) == 0);
+}
+
+TEST_CASE("timing_wheel__fires_in_order_never_early_and_loses_nothing", "[pacer]")
+{
+	TimingWheel<uint64_t> w(1000, 64); // 1 us slots, 64 us horizon
+	std::mt19937_64 rng(3);
+	std::vector<uint64_t> due;
+	uint64_t now = 0;
+	size_t fired = 0;
+	for (int i = 0; i < 5000; i++) {
+		uint64_t t = now + rng() % 200000; // up to 3 turns ahead
+		due.push_back(t);
+		w.insert(t, uint64_t(due.size() - 1));
+		now += rng() % 3000;
+		w.pop_due(now, [&](uint64_t id) {
+			// Expect: never before the start of its slot.
+			CHECK(due[id] / 1000 <= now / 1000);
+			fired++;
+		});
+	}
+	while (w.size() > 0) {
+		now += 5000;
+		w.pop_due(now, [&](uint64_t id) {
+			CHECK(due[id] / 1000 <= now / 1000);
+			fired++;
+		});
+		REQUIRE(now < 10'000'000'000ULL);
+	}
+	CHECK(fired == due.size());
+}
+
+TEST_CASE("timing_wheel__late_poll_fires_everything_due", "[pacer]")
+{
+	TimingWheel<int> w(100, 8);
+	for (int i = 0; i < 20; i++)
+		w.insert(uint64_t(i) * 100, i);
+	std::vector<int> got;
+	// Expect: one poll 10 turns late fires all 20 items, in due order within a slot.
+	w.pop_due(8000, [&](int v) { got.push_back(v); });
+	CHECK(got.size() == 20);
+	CHECK(w.next_due() == UINT64_MAX);
+}

@@ -1,0 +1,116 @@
+// pacer.h - the NIC's transmit timing: a per-host link pacer that never sends above the link
+// rate and never catches up by bursting, and a timing wheel that holds rate-limited QPs until
+// their next packet is due (eRPC's timing wheel idea, DESIGN.md §4). Pure logic: the engine
+// passes fabric time in.
+//
+// Units: fabric ns, bit/s, bytes on the wire (wire_bytes(): frame + 24 B overhead, min 84).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace qn::tp {
+
+// Return: ns to serialize `bytes` at `rate_bps` (rounded up), 0 for rate 0 (unlimited).
+constexpr uint64_t serialization_ns(uint64_t bytes, uint64_t rate_bps)
+{
+	return rate_bps ? (bytes * 8ULL * 1'000'000'000ULL + rate_bps - 1) / rate_bps : 0;
+}
+
+// One link's transmitter. A frame may start when now >= next_free(); sending it occupies the
+// link for its serialization time from max(now, next_free). Idle or late time is never
+// recovered: after a late start the next frame waits a full serialization time.
+class LinkPacer {
+public:
+	explicit LinkPacer(uint64_t rate_bps = 0) : rate_bps_(rate_bps) {}
+	bool ready(uint64_t now_ns) const { return now_ns >= next_free_; }
+	uint64_t next_free() const { return next_free_; }
+	// Account a frame of `wire_bytes` starting now. Return: how late it started (ns after the
+	// time the link became free; 0 when the link had been idle, see `backlogged`).
+	uint64_t send(uint64_t now_ns, uint64_t wire_bytes, bool backlogged)
+	{
+		uint64_t late = backlogged && now_ns > next_free_ ? now_ns - next_free_ : 0;
+		uint64_t start = now_ns > next_free_ ? now_ns : next_free_;
+		next_free_ = start + serialization_ns(wire_bytes, rate_bps_);
+		bytes_ += wire_bytes;
+		return late;
+	}
+	uint64_t rate_bps() const { return rate_bps_; }
+	void set_rate(uint64_t bps) { rate_bps_ = bps; }
+	uint64_t bytes() const { return bytes_; }
+
+private:
+	uint64_t rate_bps_;
+	uint64_t next_free_ = 0;
+	uint64_t bytes_ = 0;
+};
+
+// A hashed timing wheel of items keyed by a due time. Items due within one slot fire together
+// (slot_ns is the resolution); items beyond the horizon wait in their slot for extra turns.
+// Order within a slot is insertion order.
+template <typename T> class TimingWheel {
+public:
+	TimingWheel(uint64_t slot_ns, size_t slots) : slot_ns_(slot_ns), slots_(slots) {}
+
+	void insert(uint64_t due_ns, T item)
+	{
+		uint64_t tick = due_ns / slot_ns_;
+		if (tick < cur_tick_)
+			tick = cur_tick_;
+		slots_[size_t(tick % slots_.size())].push_back(Entry{tick, item});
+		count_++;
+	}
+	// Move every item whose slot has been reached by now into `out` (in slot order).
+	template <typename Out> void pop_due(uint64_t now_ns, Out &&out)
+	{
+		const uint64_t now_tick = now_ns / slot_ns_;
+		if (count_ != 0) {
+			// Visit each slot at most once per call (a late call covers a full turn).
+			uint64_t last = now_tick;
+			if (last - cur_tick_ >= slots_.size())
+				last = cur_tick_ + slots_.size() - 1;
+			for (uint64_t t = cur_tick_; t <= last && count_ != 0; t++) {
+				auto &s = slots_[size_t(t % slots_.size())];
+				size_t keep = 0;
+				for (size_t i = 0; i < s.size(); i++) {
+					if (s[i].tick <= now_tick) {
+						out(s[i].item);
+						count_--;
+					} else {
+						s[keep++] = s[i];
+					}
+				}
+				s.resize(keep);
+			}
+		}
+		if (now_tick > cur_tick_)
+			cur_tick_ = now_tick;
+	}
+	// Return: the earliest slot start that holds an item (UINT64_MAX when empty). Costs a scan
+	// of at most one turn.
+	uint64_t next_due() const
+	{
+		if (count_ == 0)
+			return UINT64_MAX;
+		uint64_t best = UINT64_MAX;
+		for (const auto &s : slots_)
+			for (const auto &e : s)
+				best = e.tick < best ? e.tick : best;
+		return best * slot_ns_;
+	}
+	size_t size() const { return count_; }
+	uint64_t slot_ns() const { return slot_ns_; }
+
+private:
+	struct Entry {
+		uint64_t tick;
+		T item;
+	};
+	uint64_t slot_ns_;
+	std::vector<std::vector<Entry>> slots_;
+	uint64_t cur_tick_ = 0;
+	size_t count_ = 0;
+};
+
+} // namespace qn::tp

@@ -60,3 +60,16 @@ int qn_xdp_steer(struct xdp_md *ctx)
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/*
+ * Cable ends (switch-to-switch links with propagation delay): every frame goes to the engine's
+ * delay line; without a socket the frame is dropped (a cable with no engine is unplugged).
+ */
+SEC("xdp")
+int qn_xdp_cable(struct xdp_md *ctx)
+{
+	long ret = bpf_redirect_map(&qn_xsks, ctx->rx_queue_index, XDP_DROP);
+
+	qn_steer_count(ret == XDP_REDIRECT ? QN_STEER_XSK : QN_STEER_NO_XSK);
+	return ret;
+}

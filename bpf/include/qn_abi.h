@@ -104,7 +104,8 @@ enum qn_drop_reason {
 	QN_DROP_PFC_FRAME = 12,     /* PFC from a switch: consumed (enforcement arrives with issue 4) */
 	QN_DROP_REDIRECT = 13,      /* bpf_redirect refused the egress ifindex */
 	QN_DROP_BUFFER = 14,        /* shared-buffer admission (dynamic threshold) refused it */
-	QN_DROP_MAX = 15,
+	QN_DROP_INJECTED = 15,      /* random loss injected by the loss_ppm setting */
+	QN_DROP_MAX = 16,
 };
 
 /* ---- packet classes, as the parser sees them ---- */
@@ -210,7 +211,7 @@ struct qn_swcfg {
 	__u64 pfc_xoff_bytes;   /* per (ingress port, priority) */
 	__u64 pfc_xon_bytes;    /* resume threshold */
 	__u32 mirror_dport;     /* recirculation test trigger: UDP dport to mirror (0 = off) */
-	__u32 pad;
+	__u32 loss_ppm;         /* injected random loss of RoCE data packets (1e6 = all), tests */
 };
 
 /* qn_qstate: ARRAY by egress port_no; shared across CPUs, updated with atomics. */

@@ -188,6 +188,11 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 		qs->last_bytes = depth_b;
 		qs->last_pkts = depth_p;
 		qn_peak(qs, depth_b);
+		if (cfg->loss_ppm && p.cls == QN_CLASS_DATA &&
+		    bpf_get_prandom_u32() % 1000000 < cfg->loss_ppm) {
+			qn_count_drop(st, QN_DROP_INJECTED);
+			return TC_ACT_SHOT;
+		}
 		if (!qn_admit(cfg, depth_b, len, qn_is_ctrl(&p))) {
 			qn_count_drop(st, QN_DROP_BUFFER);
 			return TC_ACT_SHOT;

@@ -41,6 +41,7 @@ std::string drop_reason_name(unsigned reason)
 	case QN_DROP_PFC_FRAME: return "pfc_frame";
 	case QN_DROP_REDIRECT: return "redirect";
 	case QN_DROP_BUFFER: return "buffer";
+	case QN_DROP_INJECTED: return "injected";
 	default: return "reason_" + std::to_string(reason);
 	}
 }

@@ -57,6 +57,68 @@ Result<std::string> read_file(const std::string &path)
 
 std::string bits(uint64_t bps) { return std::to_string(bps) + "bit"; }
 
+std::vector<int> cable_links(const Topology &t)
+{
+	std::vector<int> v;
+	for (size_t li = 0; li < t.links.size(); li++)
+		if (is_cable_link(t, t.links[li]))
+			v.push_back(int(li));
+	return v;
+}
+
+CableSpec cable_spec(const Topology &t, int li)
+{
+	CableSpec c;
+	c.link = li;
+	c.name = "cb" + std::to_string(li);
+	c.netns = cable_netns(t);
+	c.delay_ns = t.links[size_t(li)].delay_ns;
+	for (int k = 0; k < 2; k++) {
+		c.ifname[k] = c.name + (k == 0 ? "a" : "b");
+		// Distinct from every port's ifindex (kIfindexBase + port index).
+		c.ifindex[k] = 20000 + uint32_t(li) * 2 + uint32_t(k);
+		c.xskmap_pin[k] = std::string(kPinRoot) + "/" + t.name + "/cables/" + c.ifname[k] + "/qn_xsks";
+	}
+	return c;
+}
+
+// Attach qn_xdp_cable (every frame to the AF_XDP socket) on both ends of a cable and pin the
+// XSKMAP of each end where the engine finds it.
+Status attach_cable_xdp(const Topology &t, const CableSpec &c)
+{
+	for (int k = 0; k < 2; k++) {
+		qn_steer *skel = qn_steer__open_and_load();
+		if (!skel)
+			return sys_error(errno, "load qn_steer for cable " + c.name);
+		std::string dir = std::string(kPinRoot) + "/" + t.name + "/cables/" + c.ifname[k];
+		mkdir((std::string(kPinRoot) + "/" + t.name).c_str(), 0700);
+		mkdir((std::string(kPinRoot) + "/" + t.name + "/cables").c_str(), 0700);
+		mkdir(dir.c_str(), 0700);
+		Status st = ok_status();
+		for (bpf_map *m : {skel->maps.qn_xsks, skel->maps.qn_steer_stats}) {
+			std::string path = dir + "/" + bpf_map__name(m);
+			unlink(path.c_str());
+			if (int err = bpf_map__pin(m, path.c_str()); err) {
+				st = sys_error(err, "pin " + path);
+				break;
+			}
+		}
+		if (st.ok()) {
+			NetnsScope ns(c.netns);
+			if (!ns.ok()) {
+				st = ns.status();
+			} else if (int err = bpf_xdp_attach(int(c.ifindex[k]), bpf_program__fd(skel->progs.qn_xdp_cable),
+							    XDP_FLAGS_DRV_MODE, nullptr);
+				   err) {
+				st = sys_error(err, "attach XDP on cable end " + c.ifname[k]);
+			}
+		}
+		qn_steer__destroy(skel);
+		QN_TRY(st);
+	}
+	return ok_status();
+}
+
 // Attach qn_steer (native XDP) on a host veth and pin its maps under the host's pin dir, so
 // the engine can bind AF_XDP sockets into qn_xsks.
 Status attach_steering(const Topology &t, int host)
@@ -142,7 +204,8 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	std::string text = t.to_text();
 	char dil[32];
 	std::snprintf(dil, sizeof(dil), "%.6g", o.dilation.factor());
-	std::string meta = std::string("dilation ") + dil + "\nsource " + t.source + "\n";
+	std::string meta = std::string("dilation ") + dil + "\nsource " + t.source + "\ncables " +
+			   (o.cables && !cable_links(t).empty() ? "yes" : "no") + "\n";
 	{
 		auto old = read_file(state_path(t.name));
 		auto old_meta = read_file(meta_path(t.name));
@@ -170,12 +233,26 @@ Status topo_up(const Topology &t, const UpOptions &o)
 
 	// 2. veth pairs, created directly inside their namespaces with explicit ifindex and MAC.
 	batch.clear();
+	const bool with_cables = o.cables && !cable_links(t).empty();
+	if (with_cables)
+		QN_TRY(run_ok({"ip", "netns", "add", cable_netns(t)}));
 	for (size_t li = 0; li < t.links.size(); li++) {
 		const Link &l = t.links[li];
 		const Port *a = nullptr, *b = nullptr;
 		for (const auto &p : t.ports)
 			if (p.link == int(li))
 				(a ? b : a) = &p;
+		if (with_cables && is_cable_link(t, l)) {
+			CableSpec c = cable_spec(t, int(li));
+			const Port *ends[2] = {a, b};
+			for (int k = 0; k < 2; k++)
+				batch += "link add " + ends[k]->ifname + " index " + std::to_string(ends[k]->ifindex) +
+					 " mtu " + std::to_string(l.mtu) + " address " + mac_to_string(ends[k]->mac) +
+					 " netns " + t.netns(ends[k]->node) + " type veth peer name " + c.ifname[k] +
+					 " index " + std::to_string(c.ifindex[k]) + " mtu " + std::to_string(l.mtu) +
+					 " netns " + c.netns + "\n";
+			continue;
+		}
 		batch += "link add " + a->ifname + " index " + std::to_string(a->ifindex) + " mtu " +
 			 std::to_string(l.mtu) + " address " + mac_to_string(a->mac) + " netns " + t.netns(a->node) +
 			 " type veth peer name " + b->ifname + " index " + std::to_string(b->ifindex) + " mtu " +
@@ -201,6 +278,18 @@ Status topo_up(const Topology &t, const UpOptions &o)
 			}
 		}
 		QN_TRY(run_ok({"ip", "-n", t.netns(n.id), "-batch", "-"}, batch));
+	}
+
+	if (with_cables) {
+		batch = "link set lo up\n";
+		for (int li : cable_links(t)) {
+			CableSpec c = cable_spec(t, li);
+			for (int k = 0; k < 2; k++)
+				batch += "link set " + c.ifname[k] + " up\n";
+		}
+		QN_TRY(run_ok({"ip", "-n", cable_netns(t), "-batch", "-"}, batch));
+		for (int li : cable_links(t))
+			QN_TRY(attach_cable_xdp(t, cable_spec(t, li)));
 	}
 
 	// 4. HTB on every switch egress port.
@@ -257,6 +346,24 @@ Status topo_up(const Topology &t, const UpOptions &o)
 		return sys_error(errno, "readlink /proc/self/exe");
 	self[n] = '\0';
 	return spawn_switchd(self, t.name);
+}
+
+bool is_cable_link(const Topology &t, const Link &l)
+{
+	return l.delay_ns > 0 && t.nodes[size_t(l.a)].kind == NodeKind::Switch &&
+	       t.nodes[size_t(l.b)].kind == NodeKind::Switch;
+}
+
+std::string cable_netns(const Topology &t) { return "qn-" + t.name + "-cable-ns"; }
+
+std::vector<CableSpec> cable_specs(const Topology &t)
+{
+	std::vector<CableSpec> v;
+	if (!netns_exists(cable_netns(t)))
+		return v;
+	for (int li : cable_links(t))
+		v.push_back(cable_spec(t, li));
+	return v;
 }
 
 Status topo_down(const std::string &name)

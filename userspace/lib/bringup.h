@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "result.h"
 #include "topology.h"
@@ -19,7 +20,26 @@ constexpr const char *kStateDir = "/run/quench";
 struct UpOptions {
 	Dilation dilation;
 	bool attach_steering = true; // XDP steering on host veths
+	bool cables = true;          // delayed switch-to-switch links run through engine cables
 };
+
+// A cable: a switch-to-switch link with propagation delay, made of two veth pairs whose inner
+// ends live in the topology's cable namespace, where the engine's delay line joins them
+// (DESIGN.md §1). End 0 faces link endpoint a, end 1 faces b.
+struct CableSpec {
+	int link = -1;
+	std::string name;            // "cb<link>"
+	std::string netns;           // qn-<topo>-cable-ns
+	std::string ifname[2];       // "cb<link>a", "cb<link>b"
+	uint32_t ifindex[2] = {};
+	std::string xskmap_pin[2];   // the XSKMAP of the XDP program on each end
+	uint64_t delay_ns = 0;       // fabric
+};
+// Return: true when link `l` becomes a cable at `topo up` (switch to switch, delay > 0).
+bool is_cable_link(const Topology &t, const Link &l);
+std::string cable_netns(const Topology &t);
+// Return: the cables of a running topology (none when it was brought up without cables).
+std::vector<CableSpec> cable_specs(const Topology &t);
 
 // HTB parameters of one switch egress port (wall-clock rates: fabric rate / D).
 struct HtbPlan {

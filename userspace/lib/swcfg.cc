@@ -81,6 +81,11 @@ Status apply_swcfg(qn_swcfg &c, const std::string &k, const std::string &v)
 		if (!d)
 			return d.error();
 		(k == "alpha" ? c.alpha_data_ppm : c.alpha_ctrl_ppm) = uint32_t(std::llround(*d * 1e6));
+	} else if (k == "loss") {
+		auto d = decimal(k, v, 0.0, 1.0);
+		if (!d)
+			return d.error();
+		c.loss_ppm = uint32_t(std::llround(*d * 1e6));
 	} else if (k == "pmax") {
 		auto d = decimal(k, v, 0.0, 1.0);
 		if (!d)
@@ -114,7 +119,7 @@ Status apply_swcfg(qn_swcfg &c, const std::string &k, const std::string &v)
 	} else {
 		return make_error("unknown switch setting '" + k +
 				  "' (buffer, admission, alpha, alpha_ctrl, ecn, kmin, kmax, pmax, pfc, xoff, xon, "
-				  "quanta, queue, mirror_dport)");
+				  "quanta, queue, mirror_dport, loss)");
 	}
 	return ok_status();
 }
@@ -137,13 +142,13 @@ std::string describe_swcfg(const qn_swcfg &c)
 	char buf[512];
 	std::snprintf(buf, sizeof(buf),
 		      "buffer=%s admission=%s alpha=%g alpha_ctrl=%g ecn=%s kmin=%s kmax=%s pmax=%g pfc=%s xoff=%s "
-		      "xon=%s quanta=%u queue=%s mirror_dport=%u",
+		      "xon=%s quanta=%u queue=%s mirror_dport=%u loss=%g",
 		      format_size(c.buffer_bytes).c_str(), c.admission ? "on" : "off", c.alpha_data_ppm / 1e6,
 		      c.alpha_ctrl_ppm / 1e6, c.ecn ? "on" : "off", format_size(c.ecn_kmin_bytes).c_str(),
 		      format_size(c.ecn_kmax_bytes).c_str(), c.ecn_pmax_ppm / 1e6, c.pfc ? "on" : "off",
 		      format_size(c.pfc_xoff_bytes).c_str(), format_size(c.pfc_xon_bytes).c_str(), c.pfc_quanta,
 		      c.queue_mode == QN_QMODE_AUTO ? "auto" : c.queue_mode == QN_QMODE_REAL ? "real" : "virtual",
-		      c.mirror_dport);
+		      c.mirror_dport, c.loss_ppm / 1e6);
 	return buf;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "cmd_engine.h"
 #include "bringup.h"
 #include "exec.h"
 #include "stats.h"
@@ -24,6 +25,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
 
   topo check FILE [--param K=V]... [--name NAME]   parse, derive and print a topology (no root)
   topo up FILE [--param K=V]... [--name NAME] [--dilation D] [--no-steering]
+                 [--no-cables]                      (delayed switch links become plain veths)
                                                     bring a topology up (idempotent)
   topo down FILE [--name NAME] | --name NAME | --all
                                                     remove what `topo up` made
@@ -32,6 +34,13 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     per-port counters and queues from the pinned maps
   switch set TOPO/SWITCH|SWITCH KEY=VALUE...        change buffer, admission, alpha, ecn, kmin, kmax,
                                                     pmax, pfc, xoff, xon, quanta, queue, mirror_dport
+  gen TOPO [--pattern incast|long|poisson|pingpong] [--dst H] [--senders N|H,H..]
+      [--size B] [--count N] [--sync-window T] [--load F --cdf FILE --duration T]
+      [--mode gbn|sr] [--ack-every N] [--window-bytes B] [--qp-rate R] [--rto-low T]
+      [--rto-high T] [--icrc] [--nic-delay T] [--timeout T] [--seed S] [--out CSV]
+                                                    run a workload on the host engine (AF_XDP),
+                                                    print FCTs, counters and the validity verdict
+  engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N]
                                                     quench's switch vs a bare redirect, side by side
 
@@ -56,6 +65,7 @@ struct Args {
 	bool dilation_given = false;
 	bool all = false;
 	bool no_steering = false;
+	bool no_cables = false;
 	bool verbose = false;
 	double watch = -1;
 	double seconds = 1.0;
@@ -88,6 +98,8 @@ std::string parse_args(int argc, char **argv, Args &a)
 			a.all = true;
 		} else if (s == "--no-steering") {
 			a.no_steering = true;
+		} else if (s == "--no-cables") {
+			a.no_cables = true;
 		} else if (s == "--param") {
 			const char *v = need("--param");
 			if (!v)
@@ -201,6 +213,7 @@ int cmd_topo(const Args &a)
 		qn::UpOptions o;
 		o.dilation = *d;
 		o.attach_steering = !a.no_steering;
+		o.cables = !a.no_cables;
 		auto start = std::chrono::steady_clock::now();
 		auto s = qn::topo_up(*t, o);
 		if (!s.ok())
@@ -304,6 +317,11 @@ int cmd_bench(const Args &a)
 
 int main(int argc, char **argv)
 {
+	// The engine's commands have their own options (cmd_engine.cc).
+	if (argc >= 2 && std::strcmp(argv[1], "gen") == 0)
+		return cmd_gen(argc, argv, 2);
+	if (argc >= 2 && std::strcmp(argv[1], "engine") == 0)
+		return cmd_engine(argc, argv, 2);
 	Args a;
 	std::string err = parse_args(argc, argv, a);
 	if (!err.empty()) {

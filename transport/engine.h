@@ -1,0 +1,231 @@
+// engine.h - the host engine: the RDMA NIC of every emulated host and the cables between
+// switches, for one running topology, in one process and one event loop (DESIGN.md §1, §4).
+//
+// Per host: one AF_XDP socket on the host veth (made inside the host's namespace), a link
+// pacer at the host's link rate, strict priority of control frames (ACK/NAK/CNP, priority 6)
+// over data (priority 3), per-QP rate limiters in a timing wheel, PFC honoured per priority,
+// TX and RX propagation-delay lines and optional fabric-time NIC processing delays.
+// Per cable: two AF_XDP sockets and a delay line each way (order preserving).
+// Health: pacer lateness, loop stalls, XSK ring drops, softnet drops/time_squeeze and veth
+// drops; a run over the thresholds is invalid, with its reasons (docs/transport.md).
+//
+// Units: fabric ns and fabric bit/s everywhere in this API; wall-clock values only in Health.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "clock.h"
+#include "pacer.h"
+#include "qp.h"
+#include "topology.h"
+#include "units.h"
+#include "xsk.h"
+
+namespace qn::tp {
+
+struct EngineOptions {
+	bool icrc = false;                  // compute and check the ICRC on every RoCE frame
+	uint64_t nic_tx_delay_ns = 0;       // fabric-time NIC processing before the wire
+	uint64_t nic_rx_delay_ns = 0;       // fabric-time NIC processing after the wire
+	uint64_t base_rtt_ns = 0;           // for the validity thresholds; 0 = derived
+	double late_p99_frac = 0.05;        // pacer lateness p99 must be <= this x base RTT ("a few percent", DESIGN.md §5)
+	double min_link_efficiency = 0.97;  // backlogged hosts must reach this x link rate
+	uint64_t spin_wall_ns = 20'000;     // spin (not sleep) when the next deadline is this close
+	uint64_t max_sleep_wall_ns = 100'000; // longest single sleep (longer ones wake very late)
+	uint32_t frames_per_port = 4096;
+	std::vector<std::string> only_hosts; // serve these hosts only (empty = every host)
+};
+
+struct QpOptions {
+	Reliability mode = Reliability::GoBackN;
+	uint32_t ack_every = 1;
+	uint64_t rto_low_ns = 100'000;
+	uint64_t rto_high_ns = 320'000;
+	uint64_t window_bytes = 0;          // 0 = none
+	uint64_t rate_bps = 0;              // per-QP rate limit; 0 = the host's link rate
+	bool keep_data = false;             // receiver keeps delivered bytes (tests)
+	bool verify_pattern = true;         // receiver checks pattern payloads by content
+};
+
+using QpHandle = uint32_t;
+
+struct HostCounters {
+	uint64_t tx_frames = 0, tx_bytes = 0, rx_frames = 0, rx_bytes = 0;
+	uint64_t tx_data = 0, tx_ctrl = 0, tx_ring_full = 0, tx_no_frame = 0;
+	uint64_t pfc_rx = 0, pfc_xoff = 0, pfc_xon = 0;
+	uint64_t paused_ns[8] = {};         // fabric time each priority was paused
+	uint64_t cnp_rx = 0, unknown_qp = 0;
+	std::array<uint64_t, size_t(ParseError::Count)> bad{};
+};
+
+// A fixed-memory latency histogram (ns): exact below 1 us, then 16 steps per power of two.
+class Histogram {
+public:
+	void add(uint64_t v);
+	uint64_t count() const { return n_; }
+	uint64_t max() const { return max_; }
+	// Return: an upper bound of the p-quantile (0..1).
+	uint64_t quantile(double p) const;
+
+private:
+	static size_t bucket(uint64_t v);
+	static uint64_t upper(size_t b);
+	std::array<uint64_t, 1024 + 16 * 40> b_{};
+	uint64_t n_ = 0, max_ = 0;
+};
+
+struct Health {
+	bool valid = true;
+	std::vector<std::string> reasons;   // why invalid
+	uint32_t d_milli = 1000;
+	uint64_t base_rtt_ns = 0;
+	uint64_t late_p99_ns = 0, late_max_ns = 0, late_count = 0; // fabric ns
+	double link_efficiency = 1.0;       // min over backlogged hosts
+	uint64_t stalls = 0, stall_max_wall_ns = 0;
+	uint64_t stall_threshold_wall_ns = 0;
+	uint64_t xsk_drops = 0, softnet_drops = 0, time_squeeze = 0, veth_drops = 0;
+	uint64_t loop_iters = 0, sleeps = 0;
+	std::string to_text() const;
+};
+
+class Engine {
+public:
+	// Open sockets for every host (and cable) of the running topology `t` with dilation D.
+	static Result<std::unique_ptr<Engine>> open(const Topology &t, const Dilation &d,
+						    const EngineOptions &o);
+	~Engine();
+	Engine(const Engine &) = delete;
+	Engine &operator=(const Engine &) = delete;
+
+	// Control plane: a reliable connection between hosts a and b. Messages posted on the
+	// returned handle go a -> b; `peer(h)` posts b -> a.
+	Result<QpHandle> connect(const std::string &a, const std::string &b, const QpOptions &o);
+	QpHandle peer(QpHandle h) const;
+	// Queue a message. Return: its msn on that QP.
+	uint64_t post(QpHandle h, Message m);
+	// CC hooks: rate limit (0 = link rate) and window (0 = none) of a QP.
+	void set_rate(QpHandle h, uint64_t bps);
+	void set_window(QpHandle h, uint64_t bytes);
+
+	// Run the loop until `done()` (checked every iteration) or fabric time `until_ns`.
+	// `tick(now)` runs every iteration before transmission and returns the fabric time it
+	// wants to run next (UINT64_MAX: whenever).
+	void run(const std::function<bool()> &done, uint64_t until_ns,
+		 const std::function<uint64_t(uint64_t)> &tick = {});
+	uint64_t now_ns() const { return clock_.now_ns(); }
+	const DilatedClock &clock() const { return clock_; }
+
+	std::function<void(QpHandle, const Completion &)> on_complete;
+	std::function<void(QpHandle, const Delivery &)> on_deliver;
+
+	// Start counting health from now (call before the measured part of a run).
+	Status health_begin();
+	Health health();
+	const HostCounters &host_counters(const std::string &host) const;
+	std::vector<std::string> host_names() const;
+	const SenderStats &sender_stats(QpHandle h) const;
+	const ReceiverStats &receiver_stats(QpHandle h) const;
+	uint32_t qpn(QpHandle h) const;
+	Endpoint endpoint(const std::string &host) const;
+	size_t cable_count() const { return cables_.size(); }
+
+private:
+	struct Held {
+		uint64_t release_ns;
+		uint64_t addr;
+		uint32_t len;
+	};
+	struct CtrlFrame {
+		std::array<uint8_t, 128> b;
+		uint16_t len;
+	};
+	struct Host;
+	struct Qp {
+		QpHandle id = 0;
+		size_t host = 0;
+		QpHandle peer = 0;
+		Endpoint dst;
+		QpSender snd;
+		QpReceiver rcv;
+		uint64_t rate_bps = 0;
+		uint64_t next_ok_ns = 0;
+		bool scheduled = false;      // in its host's active list or wheel
+		Qp(const QpConfig &c, bool keep, bool verify) : snd(c), rcv(c, keep, verify) {}
+	};
+	struct Host {
+		int node = -1;
+		std::string name, netns, ifname;
+		Endpoint ep;
+		Mac gw{};
+		uint64_t link_bps = 0, delay_ns = 0;
+		XskPort port;
+		LinkPacer pacer;
+		bool backlogged = false;
+		std::deque<CtrlFrame> ctrl;
+		std::deque<Qp *> active;
+		TimingWheel<Qp *> wheel{1000, 1024};
+		std::deque<Held> txline, rxline;
+		uint64_t paused_until[8] = {};
+		uint64_t pause_start[8] = {};
+		uint16_t ip_id = 0;
+		HostCounters c;
+		uint64_t ser_ns = 0, late_ns = 0; // while backlogged: for link efficiency
+	};
+	struct Cable {
+		std::string name;
+		uint64_t delay_ns = 0;
+		XskPort end[2];
+		std::deque<Held> line[2];       // frames received on end i, to leave on end 1-i
+		uint64_t frames = 0, dropped = 0;
+	};
+
+	Engine(const Topology &t, const Dilation &d, const EngineOptions &o);
+	Status open_ports();
+	void rx_host(Host &h, uint64_t now);
+	void process(Host &h, const uint8_t *f, uint32_t len, uint64_t now);
+	void rx_cable(Cable &c, uint64_t now);
+	void pump(Host &h, uint64_t now);
+	void emit(Host &h, uint64_t addr, uint32_t len, uint64_t now);
+	void schedule(Qp &q, uint64_t now);
+	bool paused(const Host &h, int prio, uint64_t now) const;
+	void queue_ack(Host &h, Qp &q, const AckOut &a);
+	uint64_t next_deadline(uint64_t now);
+	void sleep_until_wall(uint64_t wall_deadline);
+	uint64_t derive_base_rtt() const;
+
+	Topology topo_;
+	Dilation dil_;
+	EngineOptions opt_;
+	DilatedClock clock_;
+	std::vector<std::unique_ptr<Host>> hosts_;
+	std::map<std::string, size_t> host_by_name_;
+	std::vector<std::unique_ptr<Cable>> cables_;
+	std::vector<std::unique_ptr<Qp>> qps_;
+	std::unordered_map<uint32_t, Qp *> by_qpn_;
+	uint32_t next_qpn_ = 0x100;
+	uint64_t next_timer_scan_ = 0;
+	uint64_t min_rto_ns_ = 1'000'000;   // smallest RTO of any QP: bounds the timer scan period
+	void *ring_ = nullptr;              // io_uring (opaque here)
+	bool ring_ok_ = false;
+	// health
+	Histogram late_;
+	uint64_t stalls_ = 0, stall_max_ = 0, iters_ = 0, sleeps_ = 0;
+	uint64_t stall_thr_wall_ = 0;
+	uint64_t expect_wall_ = 0;
+	struct Baseline {
+		uint64_t softnet_drops = 0, squeeze = 0, veth_drops = 0, xsk_drops = 0;
+	} base_;
+};
+
+// Softnet totals over CPUs from /proc/net/softnet_stat: dropped and time_squeeze.
+Result<std::pair<uint64_t, uint64_t>> read_softnet();
+
+} // namespace qn::tp

@@ -1,0 +1,234 @@
+// traffic.cc - workload generators and the flow runner (traffic.h).
+#include "traffic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+namespace qn::tp {
+
+Result<Cdf> Cdf::parse(const std::string &text, const std::string &source)
+{
+	Cdf c;
+	std::istringstream in(text);
+	std::string line;
+	int lineno = 0;
+	while (std::getline(in, line)) {
+		lineno++;
+		auto hash = line.find('#');
+		if (hash != std::string::npos)
+			line.resize(hash);
+		std::istringstream ls(line);
+		std::string a, b, extra;
+		if (!(ls >> a))
+			continue;
+		auto where = source + ":" + std::to_string(lineno) + ": ";
+		if (!(ls >> b))
+			return make_error(where + "expected 'size percentile', got '" + line + "'");
+		if (ls >> extra)
+			return make_error(where + "unexpected field '" + extra + "'");
+		char *end = nullptr;
+		double size = std::strtod(a.c_str(), &end);
+		if (*end || !std::isfinite(size) || size < 0)
+			return make_error(where + "size: '" + a + "' is not a non-negative number");
+		double pct = std::strtod(b.c_str(), &end);
+		if (*end || !std::isfinite(pct) || pct < 0 || pct > 100)
+			return make_error(where + "percentile: '" + b + "' is not in [0, 100]");
+		if (!c.pts_.empty() && (size < c.pts_.back().first || pct < c.pts_.back().second))
+			return make_error(where + "not monotonic: (" + a + ", " + b + ") after (" +
+					  std::to_string(c.pts_.back().first) + ", " + std::to_string(c.pts_.back().second) + ")");
+		c.pts_.emplace_back(size, pct);
+	}
+	if (c.pts_.size() < 2)
+		return make_error(source + ": a CDF needs at least two points");
+	if (c.pts_.back().second != 100)
+		return make_error(source + ": the last percentile must be 100, got " + std::to_string(c.pts_.back().second));
+	return c;
+}
+
+Result<Cdf> Cdf::load(const std::string &path)
+{
+	std::ifstream f(path);
+	if (!f)
+		return sys_error(errno, "open " + path);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	return parse(ss.str(), path);
+}
+
+uint64_t Cdf::sample(double u) const
+{
+	double pct = u * 100.0;
+	for (size_t i = 1; i < pts_.size(); i++) {
+		if (pct <= pts_[i].second) {
+			const auto &[s0, p0] = pts_[i - 1];
+			const auto &[s1, p1] = pts_[i];
+			if (p1 == p0)
+				return uint64_t(std::llround(s1));
+			return uint64_t(std::llround(s0 + (s1 - s0) * (pct - p0) / (p1 - p0)));
+		}
+	}
+	return uint64_t(std::llround(pts_.back().first));
+}
+
+double Cdf::mean() const
+{
+	double m = 0;
+	for (size_t i = 1; i < pts_.size(); i++)
+		m += (pts_[i].second - pts_[i - 1].second) / 100.0 * (pts_[i].first + pts_[i - 1].first) / 2;
+	return m;
+}
+
+std::vector<FlowSpec> gen_incast(const std::vector<std::string> &senders, const std::string &dst, uint64_t size,
+				 uint64_t window_ns, uint64_t seed, uint64_t first_id)
+{
+	std::mt19937_64 rng(seed);
+	std::vector<FlowSpec> v;
+	for (const auto &s : senders) {
+		FlowSpec f;
+		f.id = first_id + v.size();
+		f.src = s;
+		f.dst = dst;
+		f.size = size;
+		f.start_ns = window_ns ? rng() % window_ns : 0;
+		f.dport = 200;
+		v.push_back(f);
+	}
+	return v;
+}
+
+std::vector<FlowSpec> gen_long(const std::vector<std::string> &senders, const std::string &dst, uint64_t size,
+			       uint64_t first_id)
+{
+	std::vector<FlowSpec> v;
+	for (const auto &s : senders)
+		v.push_back(FlowSpec{first_id + v.size(), s, dst, size, 0, 100});
+	return v;
+}
+
+std::vector<FlowSpec> gen_poisson(const std::vector<std::string> &hosts, double load, uint64_t link_bps,
+				  const Cdf &cdf, uint64_t duration_ns, uint64_t seed, uint64_t first_id)
+{
+	std::mt19937_64 rng(seed);
+	std::uniform_real_distribution<double> u(0, 1);
+	std::vector<FlowSpec> v;
+	if (hosts.size() < 2 || load <= 0)
+		return v;
+	const double mean_gap_ns = cdf.mean() * 8.0 * 1e9 / (double(link_bps) * load);
+	for (size_t h = 0; h < hosts.size(); h++) {
+		double t = 0;
+		for (;;) {
+			t += -std::log(1.0 - u(rng)) * mean_gap_ns;
+			if (t >= double(duration_ns))
+				break;
+			size_t d = size_t(rng() % (hosts.size() - 1));
+			if (d >= h)
+				d++;
+			v.push_back(FlowSpec{0, hosts[h], hosts[d], std::max<uint64_t>(1, cdf.sample(u(rng))),
+					     uint64_t(t), 100});
+		}
+	}
+	std::stable_sort(v.begin(), v.end(), [](const FlowSpec &a, const FlowSpec &b) { return a.start_ns < b.start_ns; });
+	for (size_t i = 0; i < v.size(); i++)
+		v[i].id = first_id + i;
+	return v;
+}
+
+uint64_t flow_list_hash(const std::vector<FlowSpec> &flows)
+{
+	uint64_t h = kFnvInit;
+	for (const auto &f : flows) {
+		std::string s = std::to_string(f.id) + " " + f.src + " " + f.dst + " " + std::to_string(f.size) + " " +
+				std::to_string(f.start_ns) + " " + std::to_string(f.dport) + "\n";
+		h = fnv1a(h, reinterpret_cast<const uint8_t *>(s.data()), s.size());
+	}
+	return h;
+}
+
+Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const RunOptions &o)
+{
+	RunReport rep;
+	rep.flows.resize(flows.size());
+	std::map<std::pair<std::string, std::string>, QpHandle> qp;
+	std::vector<size_t> order(flows.size());
+	for (size_t i = 0; i < flows.size(); i++) {
+		order[i] = i;
+		rep.flows[i].spec = flows[i];
+		auto key = std::make_pair(flows[i].src, flows[i].dst);
+		if (!qp.count(key)) {
+			auto h = e.connect(flows[i].src, flows[i].dst, o.qp);
+			if (!h)
+				return make_error("flow " + std::to_string(flows[i].id) + ": " + h.error().to_string());
+			qp[key] = *h;
+		}
+	}
+	std::stable_sort(order.begin(), order.end(),
+			 [&](size_t a, size_t b) { return flows[a].start_ns < flows[b].start_ns; });
+	// (sender handle, msn) -> flow index
+	std::map<std::pair<QpHandle, uint64_t>, size_t> by_msg;
+	std::map<QpHandle, std::deque<size_t>> waiting; // serial mode: flows queued behind a busy pair
+	std::map<QpHandle, bool> busy;
+	size_t done = 0, next = 0;
+	uint64_t last_start = flows.empty() ? 0 : flows[order.back()].start_ns;
+	QN_TRY(e.health_begin());
+	const uint64_t t0 = e.now_ns();
+
+	auto post = [&](size_t fi, uint64_t now) {
+		QpHandle h = qp[{flows[fi].src, flows[fi].dst}];
+		if (o.serial_per_pair && busy[h]) {
+			waiting[h].push_back(fi);
+			return;
+		}
+		busy[h] = true;
+		rep.flows[fi].post_ns = now - t0;
+		uint64_t msn = e.post(h, Message{fi, flows[fi].size, nullptr});
+		by_msg[{h, msn}] = fi;
+	};
+	e.on_complete = [&](QpHandle h, const Completion &c) {
+		size_t fi = size_t(c.id);
+		if (fi >= rep.flows.size() || rep.flows[fi].done)
+			return;
+		rep.flows[fi].done = true;
+		rep.flows[fi].fct_ns = c.done_ns - c.post_ns;
+		done++;
+		busy[h] = false;
+		if (o.serial_per_pair && !waiting[h].empty()) {
+			size_t nf = waiting[h].front();
+			waiting[h].pop_front();
+			post(nf, c.done_ns);
+		}
+	};
+	e.on_deliver = [&](QpHandle h, const Delivery &d) {
+		auto it = by_msg.find({e.peer(h), d.msn});
+		if (it == by_msg.end())
+			return;
+		FlowResult &r = rep.flows[it->second];
+		r.content_ok = d.pattern_ok && d.size == r.spec.size;
+		rep.delivered_bytes += d.size;
+	};
+	auto tick = [&](uint64_t now) -> uint64_t {
+		while (next < order.size() && t0 + flows[order[next]].start_ns <= now)
+			post(order[next++], now);
+		return next < order.size() ? t0 + flows[order[next]].start_ns : UINT64_MAX;
+	};
+	e.run([&] { return done == flows.size(); }, t0 + last_start + o.timeout_ns, tick);
+	rep.elapsed_ns = e.now_ns() - t0;
+	rep.health = e.health();
+	for (auto &[k, h] : qp) {
+		const auto &s = e.sender_stats(h);
+		rep.retx_pkts += s.retx_pkts;
+		rep.tx_pkts += s.tx_pkts;
+		rep.timeouts += s.timeouts;
+		const auto &r = e.receiver_stats(e.peer(h));
+		rep.corrupt_msgs += r.corrupt_msgs;
+		rep.dup_pkts += r.dup_pkts;
+	}
+	e.on_complete = nullptr;
+	e.on_deliver = nullptr;
+	return rep;
+}
+
+} // namespace qn::tp

@@ -1,0 +1,77 @@
+// traffic.h - workloads for the engine: long flows, N:1 incast (message size, start
+// synchronisation window), Poisson all-to-all from a flow-size CDF (common.md §5), and serial
+// ping-pong; a runner that posts each flow at its start time, records per-message FCT and
+// checks every delivered payload by content.
+//
+// Units: fabric ns, bytes, bit/s. Start times are relative to the start of the run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine.h"
+
+namespace qn::tp {
+
+struct FlowSpec {
+	uint64_t id = 0;
+	std::string src, dst;
+	uint64_t size = 0;
+	uint64_t start_ns = 0;
+	uint16_t dport = 100;      // ns-3 convention: 100 background, 200 incast
+};
+
+// A flow-size CDF: (size_bytes, percentile 0..100) points, interpolated linearly.
+class Cdf {
+public:
+	// Parse "size percentile" lines ('#' comments). Errors name source, line and field;
+	// sizes and percentiles must not decrease, the last percentile must be 100.
+	static Result<Cdf> parse(const std::string &text, const std::string &source);
+	static Result<Cdf> load(const std::string &path);
+	// Return: the size at quantile u in [0, 1).
+	uint64_t sample(double u) const;
+	double mean() const;
+	const std::vector<std::pair<double, double>> &points() const { return pts_; }
+
+private:
+	std::vector<std::pair<double, double>> pts_;
+};
+
+std::vector<FlowSpec> gen_incast(const std::vector<std::string> &senders, const std::string &dst,
+				 uint64_t size, uint64_t window_ns, uint64_t seed, uint64_t first_id = 0);
+std::vector<FlowSpec> gen_long(const std::vector<std::string> &senders, const std::string &dst, uint64_t size,
+			       uint64_t first_id = 0);
+// Per host Poisson arrivals, mean gap = mean_size * 8 / (link_bps * load), destinations
+// uniform over the other hosts, until `duration_ns`.
+std::vector<FlowSpec> gen_poisson(const std::vector<std::string> &hosts, double load, uint64_t link_bps,
+				  const Cdf &cdf, uint64_t duration_ns, uint64_t seed, uint64_t first_id = 0);
+// Return: a hash of the flow list (same list, same hash: every scheme of a run gets it).
+uint64_t flow_list_hash(const std::vector<FlowSpec> &flows);
+
+struct FlowResult {
+	FlowSpec spec;
+	bool done = false;
+	uint64_t post_ns = 0;       // when it was posted (fabric, since run start)
+	uint64_t fct_ns = 0;
+	bool content_ok = false;    // the receiver saw exactly `size` bytes of the expected content
+};
+
+struct RunOptions {
+	QpOptions qp;
+	uint64_t timeout_ns = 1'000'000'000; // stop waiting this long (fabric) after the last start
+	bool serial_per_pair = false;        // post a pair's next message only after the last completes (ping-pong)
+};
+
+struct RunReport {
+	std::vector<FlowResult> flows;
+	uint64_t elapsed_ns = 0;
+	uint64_t delivered_bytes = 0, retx_pkts = 0, tx_pkts = 0, timeouts = 0;
+	uint64_t corrupt_msgs = 0, dup_pkts = 0;
+	Health health;
+};
+
+// Run `flows` on the engine (connecting one QP per ordered host pair). Return: the report.
+Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const RunOptions &o);
+
+} // namespace qn::tp

@@ -1,0 +1,228 @@
+// xsk.cc - AF_XDP socket wrapper (xsk.h).
+#include "xsk.h"
+
+#include <bpf/bpf.h>
+#include <linux/if_xdp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <xdp/xsk.h>
+
+#include <cstring>
+#include <thread>
+
+#include "netns.h"
+
+namespace qn::tp {
+
+struct XskPort::Rings {
+	// Zero-initialised: libxdp 1.3.1 leaves the completion ring's cached indices unset
+	// (notes/datapath.md).
+	xsk_ring_prod fill{};
+	xsk_ring_cons comp{};
+	xsk_ring_cons rx{};
+	xsk_ring_prod tx{};
+};
+
+XskPort::~XskPort() { close(); }
+
+void XskPort::close()
+{
+	if (xsk_)
+		xsk_socket__delete(xsk_);
+	if (umem_)
+		xsk_umem__delete(umem_);
+	if (area_)
+		munmap(area_, area_bytes_);
+	delete r_;
+	xsk_ = nullptr;
+	umem_ = nullptr;
+	area_ = nullptr;
+	r_ = nullptr;
+	tx_pool_.clear();
+	fill_pending_.clear();
+	tx_outstanding_ = 0;
+}
+
+int XskPort::fd() const { return xsk_ ? xsk_socket__fd(xsk_) : -1; }
+
+Status XskPort::open(const std::string &netns, const std::string &ifname, const std::string &xskmap_pin,
+		     uint32_t frames, uint32_t ring)
+{
+	close();
+	netns_ = netns;
+	ifname_ = ifname;
+	r_ = new Rings();
+	area_bytes_ = size_t(frames) * kChunkBytes;
+	void *a = mmap(nullptr, area_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		       -1, 0);
+	if (a == MAP_FAILED)
+		return sys_error(errno, "mmap UMEM for " + ifname);
+	area_ = static_cast<uint8_t *>(a);
+	xsk_socket_config sc{};
+	sc.rx_size = ring;
+	sc.tx_size = ring;
+	sc.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+	sc.xdp_flags = 0;
+	sc.bind_flags = XDP_COPY | XDP_USE_NEED_WAKEUP;
+	{
+		// The UMEM's fd becomes the first socket: both are made inside the namespace.
+		NetnsScope ns(netns);
+		if (!ns.ok())
+			return ns.status();
+		xsk_umem_config uc{};
+		uc.fill_size = ring;
+		uc.comp_size = ring;
+		uc.frame_size = kChunkBytes;
+		uc.frame_headroom = 0;
+		uc.flags = 0;
+		if (int err = xsk_umem__create(&umem_, area_, area_bytes_, &r_->fill, &r_->comp, &uc); err) {
+			umem_ = nullptr;
+			return sys_error(err, "create UMEM for " + ifname);
+		}
+		// Re-binding a queue right after a close returns EBUSY for ~10 ms: retry briefly.
+		int err = 0;
+		for (int i = 0; i < 50; i++) {
+			err = xsk_socket__create(&xsk_, ifname.c_str(), 0, umem_, &r_->rx, &r_->tx, &sc);
+			if (err != -EBUSY)
+				break;
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+		}
+		if (err) {
+			xsk_ = nullptr;
+			return sys_error(err, "create AF_XDP socket on " + ifname + " in " + netns);
+		}
+	}
+	if (!xskmap_pin.empty()) {
+		int mfd = bpf_obj_get(xskmap_pin.c_str());
+		if (mfd < 0)
+			return sys_error(errno, "open " + xskmap_pin + " (is the topology up?)");
+		int err = xsk_socket__update_xskmap(xsk_, mfd);
+		::close(mfd);
+		if (err)
+			return sys_error(err, "register socket in " + xskmap_pin);
+	}
+	// First half of the frames for RX, second half for TX.
+	uint32_t nrx = frames / 2;
+	uint32_t idx = 0;
+	uint32_t nfill = std::min(nrx, ring);
+	if (xsk_ring_prod__reserve(&r_->fill, nfill, &idx) != nfill)
+		return make_error("fill ring reserve failed on " + ifname);
+	for (uint32_t i = 0; i < nfill; i++)
+		*xsk_ring_prod__fill_addr(&r_->fill, idx + i) = uint64_t(i) * kChunkBytes;
+	xsk_ring_prod__submit(&r_->fill, nfill);
+	for (uint32_t i = nfill; i < nrx; i++)
+		fill_pending_.push_back(uint64_t(i) * kChunkBytes);
+	for (uint32_t i = nrx; i < frames; i++)
+		tx_pool_.push_back(uint64_t(i) * kChunkBytes);
+	return ok_status();
+}
+
+uint32_t XskPort::rx_peek(uint32_t n, uint64_t *addr, uint32_t *len)
+{
+	uint32_t idx = 0;
+	uint32_t got = xsk_ring_cons__peek(&r_->rx, n, &idx);
+	for (uint32_t i = 0; i < got; i++) {
+		const xdp_desc *d = xsk_ring_cons__rx_desc(&r_->rx, idx + i);
+		addr[i] = xsk_umem__extract_addr(d->addr) + xsk_umem__extract_offset(d->addr);
+		len[i] = d->len;
+	}
+	if (got)
+		xsk_ring_cons__release(&r_->rx, got);
+	return got;
+}
+
+void XskPort::rx_recycle(uint64_t addr) { fill_pending_.push_back(addr & ~uint64_t(kChunkBytes - 1)); }
+
+void XskPort::refill()
+{
+	if (fill_pending_.empty())
+		return;
+	uint32_t n = uint32_t(fill_pending_.size());
+	uint32_t room = xsk_prod_nb_free(&r_->fill, n);
+	n = std::min(n, room);
+	if (n == 0)
+		return;
+	uint32_t idx = 0;
+	if (xsk_ring_prod__reserve(&r_->fill, n, &idx) != n)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		*xsk_ring_prod__fill_addr(&r_->fill, idx + i) = fill_pending_.back();
+		fill_pending_.pop_back();
+	}
+	xsk_ring_prod__submit(&r_->fill, n);
+	if (xsk_ring_prod__needs_wakeup(&r_->fill))
+		recvfrom(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+}
+
+uint64_t XskPort::tx_alloc()
+{
+	if (tx_pool_.empty()) {
+		flush();
+		if (tx_pool_.empty())
+			return UINT64_MAX;
+	}
+	uint64_t a = tx_pool_.back();
+	tx_pool_.pop_back();
+	return a;
+}
+
+bool XskPort::tx_push(uint64_t addr, uint32_t len)
+{
+	uint32_t idx = 0;
+	if (xsk_ring_prod__reserve(&r_->tx, 1, &idx) != 1) {
+		flush();
+		if (xsk_ring_prod__reserve(&r_->tx, 1, &idx) != 1)
+			return false;
+	}
+	xdp_desc *d = xsk_ring_prod__tx_desc(&r_->tx, idx);
+	d->addr = addr;
+	d->len = len;
+	d->options = 0;
+	xsk_ring_prod__submit(&r_->tx, 1);
+	tx_outstanding_++;
+	tx_unkicked_++;
+	// Copy mode sends at most 32 frames per kick: kick at that batch size.
+	if (tx_unkicked_ >= 32)
+		flush();
+	return true;
+}
+
+void XskPort::flush()
+{
+	if (!xsk_)
+		return;
+	if (tx_unkicked_ > 0 || tx_outstanding_ > 0) {
+		// Copy mode needs the kick to transmit at all (need_wakeup is always set for TX).
+		if (tx_unkicked_ > 0 || xsk_ring_prod__needs_wakeup(&r_->tx)) {
+			sendto(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0);
+			kicks_++;
+		}
+		tx_unkicked_ = 0;
+	}
+	uint32_t idx = 0;
+	uint32_t done = xsk_ring_cons__peek(&r_->comp, 1024, &idx);
+	for (uint32_t i = 0; i < done; i++)
+		tx_pool_.push_back(*xsk_ring_cons__comp_addr(&r_->comp, idx + i) & ~uint64_t(kChunkBytes - 1));
+	if (done) {
+		xsk_ring_cons__release(&r_->comp, done);
+		tx_outstanding_ -= done;
+	}
+}
+
+Result<XskStats> XskPort::stats() const
+{
+	xdp_statistics s{};
+	socklen_t len = sizeof(s);
+	if (getsockopt(fd(), SOL_XDP, XDP_STATISTICS, &s, &len) != 0)
+		return sys_error(errno, "XDP_STATISTICS on " + ifname_);
+	XskStats o;
+	o.rx_dropped = s.rx_dropped;
+	o.rx_ring_full = s.rx_ring_full;
+	o.rx_fill_empty = s.rx_fill_ring_empty_descs;
+	o.tx_invalid = s.tx_invalid_descs;
+	o.tx_ring_empty = s.tx_ring_empty_descs;
+	return o;
+}
+
+} // namespace qn::tp

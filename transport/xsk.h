@@ -1,0 +1,85 @@
+// xsk.h - one AF_XDP socket in copy mode on a veth, with its own UMEM: created inside a
+// network namespace (the socket's namespace is fixed at socket(); notes/datapath.md), then
+// driven from the engine's thread in the root namespace. The steering program (qn_steer) is
+// attached by `topo up`; the socket registers itself in that program's pinned XSKMAP.
+//
+// UMEM: `frames` chunks of 4096 bytes; the first half feeds the fill ring (RX), the second
+// half is the TX pool. Frames held by delay lines stay out of the rings until released.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "result.h"
+
+struct xsk_umem;
+struct xsk_socket;
+
+namespace qn::tp {
+
+inline constexpr uint32_t kChunkBytes = 4096;
+
+struct XskStats {
+	uint64_t rx_dropped = 0;          // kernel: dropped for other reasons (e.g. too large)
+	uint64_t rx_ring_full = 0;        // kernel: RX ring full
+	uint64_t rx_fill_empty = 0;       // kernel: no fill-ring frame available
+	uint64_t tx_invalid = 0;          // kernel: invalid TX descriptors
+	uint64_t tx_ring_empty = 0;
+	// rx_dropped already counts frames lost to an empty fill ring.
+	uint64_t drops() const { return rx_dropped + rx_ring_full + tx_invalid; }
+};
+
+class XskPort {
+public:
+	XskPort() = default;
+	~XskPort();
+	XskPort(const XskPort &) = delete;
+	XskPort &operator=(const XskPort &) = delete;
+
+	// Create the socket on `ifname` queue 0 inside namespace `netns` and put it into the
+	// XSKMAP pinned at `xskmap_pin` ("" = none: the caller's XDP program redirects on its own).
+	Status open(const std::string &netns, const std::string &ifname, const std::string &xskmap_pin,
+		    uint32_t frames = 4096, uint32_t ring = 2048);
+	void close();
+
+	int fd() const;
+	uint8_t *frame(uint64_t addr) const { return area_ + addr; }
+
+	// --- RX: peek up to n descriptors; addr/len pairs are valid until rx_release + refill.
+	uint32_t rx_peek(uint32_t n, uint64_t *addr, uint32_t *len);
+	// Give a received frame back (to the fill ring).
+	void rx_recycle(uint64_t addr);
+	// Push recycled frames to the fill ring (batched).
+	void refill();
+
+	// --- TX
+	// Return: a free TX frame address, or UINT64_MAX when the pool is exhausted.
+	uint64_t tx_alloc();
+	void tx_free(uint64_t addr) { tx_pool_.push_back(addr); }
+	// Queue a frame for transmission. Return: false when the TX ring is full (frame not taken).
+	bool tx_push(uint64_t addr, uint32_t len);
+	// Kick the kernel (copy mode moves at most 32 frames per kick) and reap completions.
+	void flush();
+	uint32_t tx_pending() const { return tx_outstanding_; }
+	size_t tx_free_frames() const { return tx_pool_.size(); }
+
+	Result<XskStats> stats() const;
+	uint64_t kicks() const { return kicks_; }
+
+private:
+	struct Rings;
+	Rings *r_ = nullptr;
+	xsk_umem *umem_ = nullptr;
+	xsk_socket *xsk_ = nullptr;
+	uint8_t *area_ = nullptr;
+	size_t area_bytes_ = 0;
+	std::vector<uint64_t> tx_pool_;
+	std::vector<uint64_t> fill_pending_;
+	uint32_t tx_outstanding_ = 0;    // pushed to the TX ring, not yet completed
+	uint32_t tx_unkicked_ = 0;
+	uint64_t kicks_ = 0;
+	std::string netns_, ifname_;
+};
+
+} // namespace qn::tp

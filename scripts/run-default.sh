@@ -28,7 +28,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== quench: dumbbell, ${RATE_GBPS} Gbit/s bottleneck, ${SECONDS_RUN} s of raw traffic"
-"$QUENCH" topo up "$ROOT/netns/dumbbell.topo" --name $NAME --param BOTTLENECK=${RATE_GBPS}Gbps
+"$QUENCH" topo up "$ROOT/netns/dumbbell.topo" --no-cables --name $NAME --param BOTTLENECK=${RATE_GBPS}Gbps
 "$QUENCH" topo show >"$OUT/topology.txt"
 
 ip_of() { awk -v n="$1" '$1=="host" && $2==n {print $6}' "$OUT/topology.txt" | head -1; }

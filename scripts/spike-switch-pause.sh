@@ -17,7 +17,7 @@ cleanup() {
 	"$Q" topo down --name $NAME >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-"$Q" topo up "$ROOT/netns/dumbbell.topo" --name $NAME --param BOTTLENECK="$RATE" >/dev/null
+"$Q" topo up "$ROOT/netns/dumbbell.topo" --no-cables --name $NAME --param BOTTLENECK="$RATE" >/dev/null
 "$Q" switch set $NAME/s1 admission=off >/dev/null
 show=$("$Q" topo show)
 ip_of() { echo "$show" | awk -v n="$1" '$1=="host" && $2==n {print $6}' | head -1; }

@@ -185,12 +185,39 @@ Status Engine::open_ports()
 
 uint64_t Engine::derive_base_rtt() const
 {
-	// The smallest host-to-host RTT: two host links (both ways) plus one data frame's
-	// serialization per hop; with one switch, that is the floor of every path.
+	// common.md §4: base RTT = 2 x the propagation delays of the path + one full data frame's
+	// serialization per hop. Paths are shortest in hops (as the switches route); the smallest
+	// RTT over served host pairs is the base the thresholds scale with.
+	const size_t n = topo_.nodes.size();
 	uint64_t best = UINT64_MAX;
-	for (const auto &h : hosts_) {
-		uint64_t ser = serialization_ns(wire_bytes(QN_DEFAULT_MTU + QN_ETH_HLEN), h->link_bps);
-		best = std::min(best, 4 * h->delay_ns + 2 * ser);
+	for (const auto &src : hosts_) {
+		std::vector<int> hops(n, -1);
+		std::vector<uint64_t> cost(n, 0);
+		std::deque<int> bfs{src->node};
+		hops[size_t(src->node)] = 0;
+		while (!bfs.empty()) {
+			int u = bfs.front();
+			bfs.pop_front();
+			if (u != src->node && topo_.nodes[size_t(u)].kind == NodeKind::Host)
+				continue; // hosts do not forward
+			for (int pi : topo_.ports_of(u)) {
+				const Port &p = topo_.ports[size_t(pi)];
+				const Link &l = topo_.links[size_t(p.link)];
+				int v = p.peer_node;
+				uint64_t c = cost[size_t(u)] + 2 * l.delay_ns +
+					     serialization_ns(wire_bytes(l.mtu + QN_ETH_HLEN), l.rate_bps);
+				if (hops[size_t(v)] < 0) {
+					hops[size_t(v)] = hops[size_t(u)] + 1;
+					cost[size_t(v)] = c;
+					bfs.push_back(v);
+				} else if (hops[size_t(v)] == hops[size_t(u)] + 1) {
+					cost[size_t(v)] = std::min(cost[size_t(v)], c);
+				}
+			}
+		}
+		for (const auto &dst : hosts_)
+			if (dst != src && hops[size_t(dst->node)] > 0)
+				best = std::min(best, cost[size_t(dst->node)]);
 	}
 	return best == UINT64_MAX ? 10'000 : std::max<uint64_t>(best, 1000);
 }
@@ -257,9 +284,12 @@ void Engine::set_window(QpHandle h, uint64_t bytes)
 	schedule(*qps_[h], clock_.now_ns());
 }
 
-const HostCounters &Engine::host_counters(const std::string &host) const
+const HostCounters &Engine::host_counters(const std::string &host)
 {
-	return hosts_[host_by_name_.at(host)]->c;
+	Host &h = *hosts_[host_by_name_.at(host)];
+	for (int i = 0; i < 8; i++)
+		settle_pause(h, i, clock_.now_ns());
+	return h.c;
 }
 
 std::vector<std::string> Engine::host_names() const
@@ -311,6 +341,17 @@ void Engine::queue_ack(Host &h, Qp &q, const AckOut &a)
 	h.ctrl.push_back(f);
 }
 
+void Engine::settle_pause(Host &h, int prio, uint64_t now)
+{
+	// Account paused time up to min(now, end of pause); pause_start follows.
+	uint64_t &start = h.pause_start[prio];
+	uint64_t end = std::min(now, h.paused_until[prio]);
+	if (end > start) {
+		h.c.paused_ns[prio] += end - start;
+		start = end;
+	}
+}
+
 void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 {
 	Packet p;
@@ -326,23 +367,20 @@ void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 		for (int i = 0; i < 8; i++) {
 			if (!(p.pfc_enable >> i & 1))
 				continue;
+			settle_pause(h, i, now);
 			uint64_t q = p.pfc_quanta[size_t(i)];
 			if (q == 0) {
-				if (h.paused_until[i] > now) {
-					h.c.paused_ns[i] += now - h.pause_start[i];
-					h.paused_until[i] = 0;
-				}
+				if (h.paused_until[i] > now)
+					h.paused_until[i] = now; // XON ends the pause early
 				h.c.pfc_xon++;
 			} else {
 				// Quanta are 512 bit times of the link: fabric time at the fabric rate.
-				uint64_t until = now + serialization_ns(q * 64, h.link_bps);
 				if (h.paused_until[i] <= now)
 					h.pause_start[i] = now;
-				else
-					h.c.paused_ns[i] += now - h.pause_start[i], h.pause_start[i] = now;
-				h.paused_until[i] = until;
+				h.paused_until[i] = now + serialization_ns(q * 64, h.link_bps);
 				h.c.pfc_xoff++;
 			}
+			settle_pause(h, i, now);
 		}
 		return;
 	}
@@ -378,6 +416,16 @@ void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 	}
 }
 
+uint64_t Engine::arrival(const XskPort &p, uint64_t addr, uint64_t now) const
+{
+	// The XDP stamp, when present and sane (not in the future, not before the clock began).
+	uint64_t st = p.rx_stamp(addr);
+	if (st == 0)
+		return now;
+	uint64_t f = clock_.to_fabric(st);
+	return f <= now && f > 0 ? f : now;
+}
+
 void Engine::rx_host(Host &h, uint64_t now)
 {
 	uint64_t addr[64];
@@ -390,7 +438,7 @@ void Engine::rx_host(Host &h, uint64_t now)
 				process(h, h.port.frame(addr[i]), len[i], now);
 				h.port.rx_recycle(addr[i]);
 			} else {
-				h.rxline.push_back(Held{now + rx_delay, addr[i], len[i]});
+				h.rxline.push_back(Held{arrival(h.port, addr[i], now) + rx_delay, addr[i], len[i]});
 			}
 		}
 		if (n < 64)
@@ -413,7 +461,7 @@ void Engine::rx_cable(Cable &c, uint64_t now)
 		for (;;) {
 			uint32_t n = c.end[k].rx_peek(64, addr, len);
 			for (uint32_t i = 0; i < n; i++)
-				c.line[k].push_back(Held{now + c.delay_ns, addr[i], len[i]});
+				c.line[k].push_back(Held{arrival(c.end[k], addr[i], now) + c.delay_ns, addr[i], len[i]});
 			if (n < 64)
 				break;
 		}

@@ -129,7 +129,7 @@ public:
 	// Start counting health from now (call before the measured part of a run).
 	Status health_begin();
 	Health health();
-	const HostCounters &host_counters(const std::string &host) const;
+	const HostCounters &host_counters(const std::string &host);
 	std::vector<std::string> host_names() const;
 	const SenderStats &sender_stats(QpHandle h) const;
 	const ReceiverStats &receiver_stats(QpHandle h) const;
@@ -189,6 +189,8 @@ private:
 
 	Engine(const Topology &t, const Dilation &d, const EngineOptions &o);
 	Status open_ports();
+	// Return: the fabric arrival time of a received frame (its XDP stamp, else now).
+	uint64_t arrival(const XskPort &p, uint64_t addr, uint64_t now) const;
 	void rx_host(Host &h, uint64_t now);
 	void process(Host &h, const uint8_t *f, uint32_t len, uint64_t now);
 	void rx_cable(Cable &c, uint64_t now);
@@ -196,6 +198,7 @@ private:
 	void emit(Host &h, uint64_t addr, uint32_t len, uint64_t now);
 	void schedule(Qp &q, uint64_t now);
 	bool paused(const Host &h, int prio, uint64_t now) const;
+	void settle_pause(Host &h, int prio, uint64_t now);
 	void queue_ack(Host &h, Qp &q, const AckOut &a);
 	uint64_t next_deadline(uint64_t now);
 	void sleep_until_wall(uint64_t wall_deadline);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "abi.h"
 #include "netns.h"
 
 namespace qn::tp {
@@ -132,7 +133,21 @@ uint32_t XskPort::rx_peek(uint32_t n, uint64_t *addr, uint32_t *len)
 	return got;
 }
 
-void XskPort::rx_recycle(uint64_t addr) { fill_pending_.push_back(addr & ~uint64_t(kChunkBytes - 1)); }
+uint64_t XskPort::rx_stamp(uint64_t addr) const
+{
+	if ((addr & (kChunkBytes - 1)) < sizeof(qn_rx_meta))
+		return 0;
+	qn_rx_meta m;
+	std::memcpy(&m, area_ + addr - sizeof(m), sizeof(m));
+	return m.magic == QN_RX_META_MAGIC ? m.rx_mono_ns : 0;
+}
+
+void XskPort::rx_recycle(uint64_t addr)
+{
+	if ((addr & (kChunkBytes - 1)) >= sizeof(qn_rx_meta))
+		std::memset(area_ + addr - sizeof(qn_rx_meta), 0, sizeof(qn_rx_meta));
+	fill_pending_.push_back(addr & ~uint64_t(kChunkBytes - 1));
+}
 
 void XskPort::refill()
 {

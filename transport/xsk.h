@@ -48,7 +48,9 @@ public:
 
 	// --- RX: peek up to n descriptors; addr/len pairs are valid until rx_release + refill.
 	uint32_t rx_peek(uint32_t n, uint64_t *addr, uint32_t *len);
-	// Give a received frame back (to the fill ring).
+	// Return: the XDP arrival stamp (CLOCK_MONOTONIC ns) of a received frame, or 0 if none.
+	uint64_t rx_stamp(uint64_t addr) const;
+	// Give a received frame back (to the fill ring); clears its stamp.
 	void rx_recycle(uint64_t addr);
 	// Push recycled frames to the fill ring (batched).
 	void refill();

@@ -22,6 +22,23 @@ struct {
 	__type(value, __u64);
 } qn_steer_stats SEC(".maps");
 
+/* Put the arrival stamp in front of the frame (best effort: without metadata support the
+ * engine uses its own receive time). */
+static __always_inline void qn_stamp(struct xdp_md *ctx)
+{
+	struct qn_rx_meta *m;
+	void *data;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m)))
+		return;
+	m = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(m + 1) > data)
+		return;
+	m->magic = QN_RX_META_MAGIC;
+	m->rx_mono_ns = bpf_ktime_get_ns();
+}
+
 static __always_inline void qn_steer_count(__u32 which)
 {
 	__u64 *c = bpf_map_lookup_elem(&qn_steer_stats, &which);
@@ -54,6 +71,10 @@ int qn_xdp_steer(struct xdp_md *ctx)
 		qn_steer_count(QN_STEER_PASS);
 		return XDP_PASS;
 	}
+	/* Stamp only what goes to the engine: the kernel stack gets frames unchanged. The
+	 * stamp is written before the redirect decision (the verifier invalidates packet
+	 * pointers across adjust_meta) and is harmless if the frame ends up passed. */
+	qn_stamp(ctx);
 	ret = bpf_redirect_map(&qn_xsks, ctx->rx_queue_index, XDP_PASS);
 	qn_steer_count(ret == XDP_REDIRECT ? QN_STEER_XSK : QN_STEER_NO_XSK);
 	return ret;
@@ -68,7 +89,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 SEC("xdp")
 int qn_xdp_cable(struct xdp_md *ctx)
 {
-	long ret = bpf_redirect_map(&qn_xsks, ctx->rx_queue_index, XDP_DROP);
+	long ret;
+
+	qn_stamp(ctx);
+	ret = bpf_redirect_map(&qn_xsks, ctx->rx_queue_index, XDP_DROP);
 
 	qn_steer_count(ret == XDP_REDIRECT ? QN_STEER_XSK : QN_STEER_NO_XSK);
 	return ret;

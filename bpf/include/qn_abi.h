@@ -262,6 +262,17 @@ struct qn_qsample {
 #define QN_ECHO_UDP_PORT 4794      /* the test format the builder makes (a trimmed echo) */
 #define QN_ECHO_LEN (QN_ETH_HLEN + QN_IPV4_HLEN + QN_UDP_HLEN + QN_BTH_LEN)
 
+/*
+ * Arrival stamp the host/cable XDP programs put in the XDP metadata area in front of every frame
+ * they hand to the engine (copy-mode AF_XDP copies metadata along), so delay lines count from
+ * the frame's arrival, not from when the event loop got to it.
+ */
+struct qn_rx_meta {
+	__u64 magic;            /* QN_RX_META_MAGIC; the engine clears it when it recycles the frame */
+	__u64 rx_mono_ns;       /* bpf_ktime_get_ns() at XDP (CLOCK_MONOTONIC) */
+};
+#define QN_RX_META_MAGIC 0x71656e6368525831ULL /* "quenchRX1" */
+
 /* qn_steer_stats (host XDP steering): per-CPU array indexed by enum qn_steer_counter. */
 enum qn_steer_counter {
 	QN_STEER_XSK = 0,      /* redirected to the AF_XDP socket */

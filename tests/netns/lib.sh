@@ -62,7 +62,9 @@ ns() { echo "qn-${TOPO_NAME}-$1"; }
 vm_or() { if [ -n "${QN_IN_VM:-}" ]; then echo "$1"; else echo "$2"; fi; }
 
 # write_dumbbell BOTTLENECK [MTU] [HOST_RATE] [BUFFER]: the dumbbell (h1, h2 on s1; h3, h4 on
-# s2) with the s1-s2 link at BOTTLENECK. Return (stdout): the file path.
+# s2) with the s1-s2 link at BOTTLENECK. The s1-s2 link has no propagation delay: a delayed
+# switch link is a cable that only carries traffic while an engine serves it, and these
+# switch tests drive raw frames without an engine. Return (stdout): the file path.
 write_dumbbell() {
 	write_topo "defaults rate=${3:-10Gbps} mtu=${2:-2048} delay=1us buffer=${4:-12MB}
 switch s1
@@ -73,7 +75,7 @@ host h3
 host h4
 link h1 s1
 link h2 s1
-link s1 s2 rate=$1
+link s1 s2 rate=$1 delay=0ns
 link s2 h3
 link s2 h4"
 }
@@ -101,4 +103,18 @@ gw_mac() {
 	peer=$("$QUENCH" topo show | awk -v n="$1" '$1=="host" && $2==n {getline; print $7}' | head -1)
 	local sw=${peer%%:*} port=${peer#*:}
 	"$QUENCH" topo show | awk -v p="$port" '$1==p {print $5}' | head -1
+}
+
+# engine_bg LABEL [ARGS...]: run `quench engine TOPO_NAME ARGS` in the background (serving the
+# topology's hosts and cables) and wait until it is serving.
+engine_bg() {
+	local label=$1
+	shift
+	bg "$label" "$QUENCH" engine "$TOPO_NAME" "$@"
+	local i
+	for i in $(seq 100); do
+		grep -q "serving" "$WORK/$label.out" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "engine did not start: $(cat "$WORK/$label.out")"
 }

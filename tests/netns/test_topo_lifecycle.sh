@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # netns: leaf-spine comes up in under 10 s; `up` is idempotent; hosts reach each other across
-# spines; ECMP uses both spines; `down` leaves no namespace, veth, pin or state file, also
+# spines (through the engine's cables); ECMP uses both spines; `down` leaves no namespace, veth, pin or state file, also
 # after an `up` that was killed half-way.
 source "$(dirname "$0")/lib.sh"
 
@@ -32,17 +32,21 @@ fi
 second=$("$QUENCH" topo up "$topo" 2>&1) || fail "second up failed: $second"
 grep -q "already up" <<<"$second" || fail "second up was not a no-op: $second"
 
+# Leaf-spine links have propagation delay: they are cables, carried by the engine.
+engine_bg engine
 ip netns exec "$(ns h1)" ping -c 2 -i 0.2 -W 1 "$(host_ip h16)" >/dev/null || fail "ping h1 -> h16 failed"
 ip netns exec "$(ns h6)" ping -c 2 -i 0.2 -W 1 "$(host_ip h11)" >/dev/null || fail "ping h6 -> h11 failed"
 
 # ECMP: 64 flows from h1 to h16 must use both spines.
 "$TRAFFIC" send --netns "$(ns h1)" --dev h1-eth0 --dst-mac "$(gw_mac h1)" --src-ip "$(host_ip h1)" \
 	--dst-ip "$(host_ip h16)" --count 640 --size 200 --flows 64 --rate 50e6 >/dev/null
-s1=$("$QUENCH" switch stats "${TOPO_NAME}/spine1" | awk '$2 ~ /-p1$/ {print $4}')
-s2=$("$QUENCH" switch stats "${TOPO_NAME}/spine2" | awk '$2 ~ /-p1$/ {print $4}')
+s1=$("$QUENCH" switch stats "${TOPO_NAME}/spine1" | awk '$2 ~ /-p1$/ {print $4; exit}')
+s2=$("$QUENCH" switch stats "${TOPO_NAME}/spine2" | awk '$2 ~ /-p1$/ {print $4; exit}')
 echo "frames from leaf1 at spine1: $s1, at spine2: $s2"
 [ "${s1:-0}" != "0" ] && [ "${s2:-0}" != "0" ] || fail "ECMP used one spine only ($s1 / $s2)"
 
+kill "$PID_engine" 2>/dev/null || true
+wait "$PID_engine" 2>/dev/null || true
 "$QUENCH" topo down "$topo"
 left=$(leftovers)
 [ -z "$left" ] || fail "after down: $left"

@@ -26,6 +26,7 @@ static_assert(sizeof(struct qn_qsample) == 24, "qn_qsample layout changed");
 static_assert(sizeof(struct qn_bth) == QN_BTH_LEN, "qn_bth layout changed");
 static_assert(sizeof(struct qn_aeth) == QN_AETH_LEN, "qn_aeth layout changed");
 static_assert(sizeof(struct qn_qack) == 16, "qn_qack layout changed");
+static_assert(sizeof(struct qn_rx_meta) == 16, "qn_rx_meta layout changed");
 static_assert(QN_HTB_CLASS_CONTROL == (QN_HTB_HANDLE | 0x10), "control class must be 1:10");
 static_assert(QN_HTB_CLASS_DATA == (QN_HTB_HANDLE | 0x20), "data class must be 1:20");
 

@@ -67,6 +67,9 @@ struct Opts {
 	int honor_pfc = -1;      // priority whose PAUSE frames the sender obeys (-1: ignore)
 	double link_rate = 10e9; // wall bit/s of the sender's link, for quanta -> time
 	int sndbuf = 0;          // SO_SNDBUF override (bytes), 0 = the tool's default
+	int prio = 3;            // pause: priority
+	int quanta = 65535;      // pause: quanta of the XOFF frame
+	double xon_after_ms = -1; // pause: send XON this long after the XOFF (-1: never)
 };
 
 [[noreturn]] void die(const std::string &m)
@@ -143,6 +146,12 @@ Opts parse(int argc, char **argv)
 			o.link_rate = std::stod(val());
 		else if (a == "--sndbuf")
 			o.sndbuf = std::stoi(val());
+		else if (a == "--prio")
+			o.prio = std::stoi(val());
+		else if (a == "--quanta")
+			o.quanta = std::stoi(val());
+		else if (a == "--xon-after-ms")
+			o.xon_after_ms = std::stod(val());
 		else if (a == "--ring")
 			o.ring = true;
 		else if (a == "--stamp")
@@ -505,6 +514,78 @@ int cmd_spike(const Opts &o, int rounds)
 	return 0;
 }
 
+Mac read_mac(const std::string &netns, const std::string &dev)
+{
+	auto r = run_ok({"ip", "-n", netns, "-o", "link", "show", "dev", dev});
+	if (!r)
+		die(r.error().to_string());
+	auto pos = r->find("link/ether ");
+	if (pos == std::string::npos)
+		die("no MAC address on " + dev);
+	auto m = parse_mac(r->substr(pos + 11, 17));
+	if (!m)
+		die(m.error().message);
+	return *m;
+}
+
+// Send an 802.1Qbb XOFF (and optionally an XON) out of switch port `dev` to its neighbour,
+// bypassing the qdisc as the switch's control thread does, and watch the frames the port
+// receives from that neighbour: `rx_paused` counts what arrived while it should be paused
+// (from 5 ms after the XOFF to 5 ms before the pause ends), `rx_resumed` what arrived in the
+// 50 ms after the pause ended (by XON or by expiry). Times are wall-clock; `--link-rate` is
+// the port's wall rate for quanta -> time.
+int cmd_pause(const Opts &o)
+{
+	auto sock = RawSocket::open(o.netns, o.dev, true);
+	if (!sock)
+		die(sock.error().to_string());
+	auto mac = read_mac(o.netns, o.dev);
+	std::array<uint16_t, 8> q{};
+	q[size_t(o.prio)] = uint16_t(o.quanta);
+	Bytes xoff = build_pfc_frame(mac, uint8_t(1u << o.prio), q);
+	q[size_t(o.prio)] = 0;
+	Bytes xon = build_pfc_frame(mac, uint8_t(1u << o.prio), q);
+	auto rx = [&]() {
+		auto c = if_counters(o.netns, o.dev);
+		if (!c)
+			die(c.error().to_string());
+		return c->rx_packets;
+	};
+	auto wait_until = [](uint64_t t) {
+		while (mono_ns() < t)
+			std::this_thread::sleep_for(std::chrono::microseconds(200));
+	};
+	const double pause_ms = double(o.quanta) * 512.0 / o.link_rate * 1e3;
+	const double end_ms = o.xon_after_ms >= 0 ? std::min(o.xon_after_ms, pause_ms) : pause_ms;
+	if (end_ms < 15)
+		die("the pause must last at least 15 ms wall to be observed (raise --quanta or --xon-after-ms)");
+	uint64_t before0 = rx();
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	uint64_t before = rx() - before0;
+	uint64_t t0 = mono_ns();
+	if (!sock->send_batch(std::vector<Bytes>{xoff}))
+		die("send XOFF failed");
+	wait_until(t0 + 5'000'000);
+	uint64_t a = rx();
+	wait_until(t0 + uint64_t((end_ms - 5) * 1e6));
+	uint64_t b = rx();
+	if (o.xon_after_ms >= 0) {
+		wait_until(t0 + uint64_t(o.xon_after_ms * 1e6));
+		if (!sock->send_batch(std::vector<Bytes>{xon}))
+			die("send XON failed");
+	}
+	uint64_t t_end = t0 + uint64_t(end_ms * 1e6);
+	wait_until(t_end);
+	uint64_t c = rx();
+	wait_until(t_end + 50'000'000);
+	uint64_t d = rx();
+	std::printf("pause prio=%d quanta=%d pause_ms=%.3f xon_after_ms=%.3f rx_before_20ms=%llu rx_paused=%llu "
+		    "rx_resumed=%llu\n",
+		    o.prio, o.quanta, pause_ms, o.xon_after_ms, static_cast<unsigned long long>(before),
+		    static_cast<unsigned long long>(b - a), static_cast<unsigned long long>(d - c));
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -521,6 +602,8 @@ int main(int argc, char **argv)
 		return cmd_recv(o);
 	if (o.cmd == "rate")
 		return cmd_rate(o);
+	if (o.cmd == "pause")
+		return cmd_pause(o);
 	if (o.cmd == "spike")
 		return cmd_spike(o, o.count ? int(o.count) : 10);
 	die("unknown command " + o.cmd);

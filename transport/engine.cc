@@ -164,7 +164,7 @@ Status Engine::open_ports()
 		h->gw = topo_.ports[size_t(p.peer_port)].mac;
 		h->link_bps = l.rate_bps;
 		h->delay_ns = l.delay_ns;
-		h->pacer = LinkPacer(l.rate_bps);
+		h->pacer = LinkPacer(l.rate_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli());
 		std::string pin = std::string(kPinRoot) + "/" + topo_.name + "/" + n.name + "/qn_xsks";
 		QN_TRY(h->port.open(h->netns, h->ifname, pin, opt_.frames_per_port));
 		host_by_name_[n.name] = hosts_.size();
@@ -245,7 +245,7 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		c.rto_low_ns = o.rto_low_ns;
 		c.rto_high_ns = o.rto_high_ns;
 		c.window_bytes = o.window_bytes;
-		auto q = std::make_unique<Qp>(c, o.keep_data, o.verify_pattern);
+		auto q = std::make_unique<Qp>(c, o.keep_data, o.verify_pattern, o.hash_payload);
 		q->id = QpHandle(qps_.size());
 		q->host = host;
 		q->dst = dst;
@@ -430,7 +430,7 @@ void Engine::rx_host(Host &h, uint64_t now)
 {
 	uint64_t addr[64];
 	uint32_t len[64];
-	const uint64_t rx_delay = h.delay_ns + opt_.nic_rx_delay_ns;
+	const uint64_t rx_delay = h.delay_ns + opt_.nic_rx_delay_ns + opt_.switch_delay_ns;
 	for (;;) {
 		uint32_t n = h.port.rx_peek(64, addr, len);
 		for (uint32_t i = 0; i < n; i++) {
@@ -461,7 +461,8 @@ void Engine::rx_cable(Cable &c, uint64_t now)
 		for (;;) {
 			uint32_t n = c.end[k].rx_peek(64, addr, len);
 			for (uint32_t i = 0; i < n; i++)
-				c.line[k].push_back(Held{arrival(c.end[k], addr[i], now) + c.delay_ns, addr[i], len[i]});
+				c.line[k].push_back(Held{arrival(c.end[k], addr[i], now) + c.delay_ns + opt_.switch_delay_ns,
+							 addr[i], len[i]});
 			if (n < 64)
 				break;
 		}
@@ -487,7 +488,7 @@ void Engine::rx_cable(Cable &c, uint64_t now)
 	}
 }
 
-void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t now)
+void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start)
 {
 	const uint64_t tx_delay = h.delay_ns + opt_.nic_tx_delay_ns;
 	h.c.tx_frames++;
@@ -499,7 +500,7 @@ void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t now)
 		}
 		return;
 	}
-	h.txline.push_back(Held{now + tx_delay, addr, len});
+	h.txline.push_back(Held{start + tx_delay, addr, len});
 }
 
 void Engine::pump(Host &h, uint64_t now)
@@ -554,13 +555,14 @@ void Engine::pump(Host &h, uint64_t now)
 			schedule(*q, now);
 		}
 		uint64_t wb = wire_bytes(len);
-		uint64_t late = h.pacer.send(now, wb, h.backlogged);
+		uint64_t start = now;
+		uint64_t late = h.pacer.send(now, wb, h.backlogged, &start);
 		if (h.backlogged) {
 			late_.add(late);
 			h.late_ns += late;
 			h.ser_ns += serialization_ns(wb, h.link_bps);
 		}
-		emit(h, addr, len, now);
+		emit(h, addr, len, start);
 		h.backlogged = true;
 	}
 	// Still backlogged only if something could go when the link frees up.
@@ -583,7 +585,7 @@ uint64_t Engine::next_deadline(uint64_t now)
 		const Host &h = *hp;
 		bool has_ctrl = !h.ctrl.empty(), has_data = !h.active.empty();
 		if (has_ctrl || has_data) {
-			uint64_t t = h.pacer.next_free();
+			uint64_t t = h.pacer.ready_at();
 			for (int prio : {QN_PRIO_CONTROL, QN_PRIO_DATA}) {
 				bool want = prio == QN_PRIO_CONTROL ? has_ctrl : has_data;
 				if (want)
@@ -681,7 +683,7 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 		uint64_t d = std::min({next_deadline(now), app_next, until_ns});
 		uint64_t dw = clock_.to_wall(d);
 		uint64_t w2 = mono_wall_ns();
-		if (dw > w2 + opt_.spin_wall_ns) {
+		if (!opt_.busy_poll && dw > w2 + opt_.spin_wall_ns) {
 			// Sleep in short slices, waking a spin margin before the deadline.
 			uint64_t target = std::min(dw - opt_.spin_wall_ns, w2 + opt_.max_sleep_wall_ns);
 			sleep_until_wall(target);

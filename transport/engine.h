@@ -35,12 +35,17 @@ struct EngineOptions {
 	bool icrc = false;                  // compute and check the ICRC on every RoCE frame
 	uint64_t nic_tx_delay_ns = 0;       // fabric-time NIC processing before the wire
 	uint64_t nic_rx_delay_ns = 0;       // fabric-time NIC processing after the wire
+	uint64_t switch_delay_ns = 0;       // fabric-time switch pipeline latency per switch crossed
+					    // (applied where a frame leaves a switch: host RX, cable RX)
 	uint64_t base_rtt_ns = 0;           // for the validity thresholds; 0 = derived
 	double late_p99_frac = 0.05;        // pacer lateness p99 must be <= this x base RTT ("a few percent", DESIGN.md §5)
 	double min_link_efficiency = 0.97;  // backlogged hosts must reach this x link rate
 	uint64_t spin_wall_ns = 20'000;     // spin (not sleep) when the next deadline is this close
 	uint64_t max_sleep_wall_ns = 100'000; // longest single sleep (longer ones wake very late)
 	uint32_t frames_per_port = 4096;
+	bool busy_poll = false;             // never sleep: lowest latency, one core fully used
+	uint64_t tx_horizon_wall_ns = 1000; // frames may be handed to the kernel this early (wall),
+					    // so one kick carries several; fabric horizon = this / D
 	std::vector<std::string> only_hosts; // serve these hosts only (empty = every host)
 };
 
@@ -53,6 +58,7 @@ struct QpOptions {
 	uint64_t rate_bps = 0;              // per-QP rate limit; 0 = the host's link rate
 	bool keep_data = false;             // receiver keeps delivered bytes (tests)
 	bool verify_pattern = true;         // receiver checks pattern payloads by content
+	bool hash_payload = false;          // receiver computes Delivery::hash (FNV-1a; slow)
 };
 
 using QpHandle = uint32_t;
@@ -158,7 +164,7 @@ private:
 		uint64_t rate_bps = 0;
 		uint64_t next_ok_ns = 0;
 		bool scheduled = false;      // in its host's active list or wheel
-		Qp(const QpConfig &c, bool keep, bool verify) : snd(c), rcv(c, keep, verify) {}
+		Qp(const QpConfig &c, bool keep, bool verify, bool hash) : snd(c), rcv(c, keep, verify, hash) {}
 	};
 	struct Host {
 		int node = -1;
@@ -195,7 +201,7 @@ private:
 	void process(Host &h, const uint8_t *f, uint32_t len, uint64_t now);
 	void rx_cable(Cable &c, uint64_t now);
 	void pump(Host &h, uint64_t now);
-	void emit(Host &h, uint64_t addr, uint32_t len, uint64_t now);
+	void emit(Host &h, uint64_t addr, uint32_t len, uint64_t start);
 	void schedule(Qp &q, uint64_t now);
 	bool paused(const Host &h, int prio, uint64_t now) const;
 	void settle_pause(Host &h, int prio, uint64_t now);

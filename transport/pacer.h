@@ -18,22 +18,31 @@ constexpr uint64_t serialization_ns(uint64_t bytes, uint64_t rate_bps)
 	return rate_bps ? (bytes * 8ULL * 1'000'000'000ULL + rate_bps - 1) / rate_bps : 0;
 }
 
-// One link's transmitter. A frame may start when now >= next_free(); sending it occupies the
+// One link's transmitter. A frame may start when the link is free; sending it occupies the
 // link for its serialization time from max(now, next_free). Idle or late time is never
 // recovered: after a late start the next frame waits a full serialization time.
+//
+// `horizon_ns` lets the caller hand frames over up to that long before their start (the
+// engine batches frames into one kernel kick this way); over any interval the bytes started
+// never exceed rate x (interval + horizon).
 class LinkPacer {
 public:
-	explicit LinkPacer(uint64_t rate_bps = 0) : rate_bps_(rate_bps) {}
-	bool ready(uint64_t now_ns) const { return now_ns >= next_free_; }
+	explicit LinkPacer(uint64_t rate_bps = 0, uint64_t horizon_ns = 0) : rate_bps_(rate_bps), horizon_ns_(horizon_ns) {}
+	bool ready(uint64_t now_ns) const { return now_ns + horizon_ns_ >= next_free_; }
 	uint64_t next_free() const { return next_free_; }
-	// Account a frame of `wire_bytes` starting now. Return: how late it started (ns after the
-	// time the link became free; 0 when the link had been idle, see `backlogged`).
-	uint64_t send(uint64_t now_ns, uint64_t wire_bytes, bool backlogged)
+	// Return: the earliest time ready() holds.
+	uint64_t ready_at() const { return next_free_ > horizon_ns_ ? next_free_ - horizon_ns_ : 0; }
+	// Account a frame of `wire_bytes` handed over now. Return: how late it started (ns after
+	// the link became free; 0 when the link had been idle, see `backlogged`). `start` gets the
+	// frame's start on the link (now, or up to horizon_ns later).
+	uint64_t send(uint64_t now_ns, uint64_t wire_bytes, bool backlogged, uint64_t *start = nullptr)
 	{
 		uint64_t late = backlogged && now_ns > next_free_ ? now_ns - next_free_ : 0;
-		uint64_t start = now_ns > next_free_ ? now_ns : next_free_;
-		next_free_ = start + serialization_ns(wire_bytes, rate_bps_);
+		uint64_t s = now_ns > next_free_ ? now_ns : next_free_;
+		next_free_ = s + serialization_ns(wire_bytes, rate_bps_);
 		bytes_ += wire_bytes;
+		if (start)
+			*start = s;
 		return late;
 	}
 	uint64_t rate_bps() const { return rate_bps_; }
@@ -42,6 +51,7 @@ public:
 
 private:
 	uint64_t rate_bps_;
+	uint64_t horizon_ns_;
 	uint64_t next_free_ = 0;
 	uint64_t bytes_ = 0;
 };

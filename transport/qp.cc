@@ -3,6 +3,7 @@
 #include "qp.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace qn::tp {
@@ -17,9 +18,21 @@ uint64_t splitmix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+// The pattern: word w of a message is a cheap mix of (per-message base + w). The base depends
+// on the sender QPN and the msn, so misplaced, duplicated or stale data does not match.
+uint64_t pattern_base(uint32_t qpn, uint64_t msn) { return splitmix64((uint64_t(qpn) << 40) ^ msn); }
+
+inline uint64_t pattern_mix(uint64_t base, uint64_t word)
+{
+	uint64_t x = base + word * 0x9E3779B97F4A7C15ULL;
+	x ^= x >> 29;
+	x *= 0xBF58476D1CE4E5B9ULL;
+	return x ^ (x >> 32);
+}
+
 uint64_t pattern_word(uint32_t qpn, uint64_t msn, uint64_t word)
 {
-	return splitmix64((uint64_t(qpn) << 40) ^ (msn << 20) ^ splitmix64(word));
+	return pattern_mix(pattern_base(qpn, msn), word);
 }
 
 int64_t sext24(uint32_t v)
@@ -42,18 +55,21 @@ uint8_t pattern_byte(uint32_t qpn, uint64_t msn, uint64_t off)
 
 void pattern_fill(uint32_t qpn, uint64_t msn, uint64_t off, uint8_t *dst, size_t len)
 {
+	const uint64_t base = pattern_base(qpn, msn);
 	size_t i = 0;
 	while (i < len && (off + i) % 8 != 0) {
-		dst[i] = pattern_byte(qpn, msn, off + i);
+		dst[i] = uint8_t(pattern_mix(base, (off + i) / 8) >> (8 * ((off + i) % 8)));
 		i++;
 	}
 	for (; i + 8 <= len; i += 8) {
-		uint64_t w = pattern_word(qpn, msn, (off + i) / 8);
-		for (int b = 0; b < 8; b++)
-			dst[i + size_t(b)] = uint8_t(w >> (8 * b));
+		uint64_t w = pattern_mix(base, (off + i) / 8);
+		// The pattern is little-endian: byte k of a word is bits 8k..8k+7.
+		if constexpr (std::endian::native != std::endian::little)
+			w = __builtin_bswap64(w);
+		std::memcpy(dst + i, &w, 8);
 	}
 	for (; i < len; i++)
-		dst[i] = pattern_byte(qpn, msn, off + i);
+		dst[i] = uint8_t(pattern_mix(base, (off + i) / 8) >> (8 * ((off + i) % 8)));
 }
 
 uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
@@ -303,15 +319,14 @@ bool QpReceiver::accept(uint8_t op, bool ce, const uint8_t *p, size_t n, uint64_
 		cur_.first_ns = now_ns;
 		in_msg_ = true;
 	}
-	if (verify_ && cur_.pattern_ok) {
-		for (size_t i = 0; i < n; i++) {
-			if (p[i] != pattern_byte(cfg_.peer_qpn, cur_.msn, cur_.size + i)) {
-				cur_.pattern_ok = false;
-				break;
-			}
-		}
+	if (verify_ && cur_.pattern_ok && n > 0) {
+		scratch_.resize(n);
+		pattern_fill(cfg_.peer_qpn, cur_.msn, cur_.size, scratch_.data(), n);
+		if (std::memcmp(scratch_.data(), p, n) != 0)
+			cur_.pattern_ok = false;
 	}
-	cur_.hash = fnv1a(cur_.hash, p, n);
+	if (hash_)
+		cur_.hash = fnv1a(cur_.hash, p, n);
 	if (keep_)
 		cur_.data.insert(cur_.data.end(), p, p + n);
 	cur_.size += n;

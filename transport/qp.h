@@ -168,7 +168,7 @@ private:
 struct Delivery {
 	uint64_t msn = 0;
 	uint64_t size = 0;
-	uint64_t hash = kFnvInit;         // FNV-1a of the payload
+	uint64_t hash = kFnvInit;         // FNV-1a of the payload (when the receiver hashes)
 	uint64_t first_ns = 0, done_ns = 0;
 	bool pattern_ok = true;           // payload matched pattern_byte (when verifying)
 	std::vector<uint8_t> data;        // when keep_data
@@ -193,8 +193,10 @@ struct ReceiverStats {
 
 class QpReceiver {
 public:
-	QpReceiver(const QpConfig &cfg, bool keep_data, bool verify_pattern)
-		: cfg_(cfg), keep_(keep_data), verify_(verify_pattern) {}
+	// keep_data: deliver the bytes; verify_pattern: check payload against pattern_byte;
+	// hash: compute Delivery::hash (FNV-1a, byte-serial: costly at line rate).
+	QpReceiver(const QpConfig &cfg, bool keep_data, bool verify_pattern, bool hash = true)
+		: cfg_(cfg), keep_(keep_data), verify_(verify_pattern), hash_(hash) {}
 
 	// Process a data packet addressed to this QP. Return: the ACK/NAK to send, if any.
 	std::optional<AckOut> on_data(const Packet &p, uint64_t now_ns);
@@ -214,7 +216,8 @@ private:
 	uint32_t psn_of(uint64_t seq) const { return uint32_t((cfg_.init_psn + seq) & kPsnMask); }
 
 	QpConfig cfg_;
-	bool keep_, verify_;
+	bool keep_, verify_, hash_;
+	std::vector<uint8_t> scratch_;    // expected pattern bytes of one packet
 	uint64_t expected_ = 0;           // next in-order seq
 	bool in_msg_ = false;
 	Delivery cur_;

@@ -100,3 +100,40 @@ TEST_CASE("timing_wheel__late_poll_fires_everything_due", "[pacer]")
 	CHECK(got.size() == 20);
 	CHECK(w.next_due() == UINT64_MAX);
 }
+
+TEST_CASE("link_pacer__horizon_bounds_the_burst", "[pacer]")
+{
+	const uint64_t rate = 100'000'000'000ULL, horizon = 1000;
+	LinkPacer p(rate, horizon);
+	std::mt19937_64 rng(2);
+	struct Tx {
+		uint64_t handed, start, bytes;
+	};
+	std::vector<Tx> log;
+	uint64_t now = 0;
+	for (int i = 0; i < 100000; i++) {
+		now += rng() % 2000;
+		while (p.ready(now)) {
+			uint64_t b = 84 + rng() % 2100, s = 0;
+			p.send(now, b, true, &s);
+			// Expect: a frame starts no earlier than handed and at most horizon later.
+			REQUIRE(s >= now);
+			REQUIRE(s <= now + horizon);
+			log.push_back({now, s, b});
+		}
+	}
+	// Expect: frames handed over in any interval fit rate x (interval + horizon), and their
+	// start times never overlap (the link itself is never above its rate).
+	uint64_t worst = 0;
+	for (size_t j = 1; j < log.size(); j++) {
+		REQUIRE(log[j].start >= log[j - 1].start + serialization_ns(log[j - 1].bytes, rate));
+		uint64_t ser = 0;
+		for (size_t i = j; i-- > 0 && j - i <= 64;) {
+			ser += serialization_ns(log[i].bytes, rate);
+			uint64_t span = log[j].handed - log[i].handed + horizon;
+			if (ser > span)
+				worst = std::max(worst, ser - span);
+		}
+	}
+	CHECK(worst == 0);
+}

@@ -162,6 +162,8 @@ std::string parse_gen(int argc, char **argv, int first, GenArgs &g)
 			g.eng.icrc = true;
 		} else if (s == "--nic-delay") {
 			e = time_opt(g.eng.nic_rx_delay_ns);
+		} else if (s == "--switch-delay") {
+			e = time_opt(g.eng.switch_delay_ns);
 		} else if (s == "--base-rtt") {
 			e = time_opt(g.eng.base_rtt_ns);
 		} else if (s.size() > 1 && s[0] == '-') {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "bench_transport.h"
 #include "cmd_engine.h"
 #include "bringup.h"
 #include "exec.h"
@@ -37,12 +38,14 @@ const char *kUsage = R"(usage: quench COMMAND ...
   gen TOPO [--pattern incast|long|poisson|pingpong] [--dst H] [--senders N|H,H..]
       [--size B] [--count N] [--sync-window T] [--load F --cdf FILE --duration T]
       [--mode gbn|sr] [--ack-every N] [--window-bytes B] [--qp-rate R] [--rto-low T]
-      [--rto-high T] [--icrc] [--nic-delay T] [--timeout T] [--seed S] [--out CSV]
+      [--rto-high T] [--icrc] [--nic-delay T] [--switch-delay T] [--timeout T]
+      [--seed S] [--out CSV]
                                                     run a workload on the host engine (AF_XDP),
                                                     print FCTs, counters and the validity verdict
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N]
                                                     quench's switch vs a bare redirect, side by side
+  bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
 
   -v, --verbose    print every ip/tc command and libbpf debug output
 Files may be quench topology files (docs/topology-format.md) or ns-3 RDMA simulator
@@ -299,8 +302,18 @@ int cmd_switch(const Args &a)
 
 int cmd_bench(const Args &a)
 {
+	if (a.pos.size() >= 2 && a.pos[1] == "transport") {
+		qn::tp::TransportBenchOptions o;
+		o.rounds = a.rounds;
+		o.seconds = a.seconds;
+		auto r = qn::tp::bench_transport(o);
+		if (!r)
+			return fail(r.error().to_string());
+		std::fputs(r->c_str(), stdout);
+		return 0;
+	}
 	if (a.pos.size() < 2 || a.pos[1] != "switch")
-		return fail("bench needs a subcommand (switch)");
+		return fail("bench needs a subcommand (switch, transport)");
 	qn::BenchOptions o;
 	o.seconds = a.seconds;
 	o.rounds = a.rounds;

@@ -40,7 +40,7 @@ struct EngineOptions {
 	uint64_t base_rtt_ns = 0;           // for the validity thresholds; 0 = derived
 	double late_p99_frac = 0.05;        // pacer lateness p99 must be <= this x base RTT ("a few percent", DESIGN.md §5)
 	double min_link_efficiency = 0.97;  // backlogged hosts must reach this x link rate
-	uint64_t spin_wall_ns = 20'000;     // spin (not sleep) when the next deadline is this close
+	uint64_t spin_wall_ns = 200'000;    // spin (not sleep) when the next deadline is this close
 	uint64_t max_sleep_wall_ns = 100'000; // longest single sleep (longer ones wake very late)
 	uint32_t frames_per_port = 4096;
 	bool busy_poll = false;             // never sleep: lowest latency, one core fully used

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # netns: the engine's validity check can fail: a 3:1 incast of 10 Gbit/s hosts at D=1 (real
 # time, far beyond this machine) is reported INVALID with reasons. A positive control: a single
-# long flow at a generous D is reported VALID in at least one of three attempts (hypervisor
-# stalls can invalidate an attempt; that is the check working).
+# long flow at a generous D is reported VALID in at least one of five attempts (hypervisor
+# stalls of milliseconds can invalidate an attempt; that is the check working).
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "validity thresholds are wall-clock (DESIGN.md §7)"
 
@@ -17,8 +17,8 @@ grep -q "link rate\|lateness" <<<"$out" || fail "invalid without a pacing reason
 
 "$QUENCH" topo up "$topo" --param N=2 --dilation 100 >/dev/null
 ok=0
-for i in 1 2 3; do
-	out=$("$QUENCH" gen "$TOPO_NAME" --pattern long --size 10MB --dst h1 --senders h2) || fail "long flow: $out"
+for i in 1 2 3 4 5; do
+	out=$("$QUENCH" gen "$TOPO_NAME" --pattern long --size 5MB --dst h1 --senders h2) || fail "long flow: $out"
 	echo "attempt $i: $(grep -E '^validity' <<<"$out") $(grep -E '^  reason' <<<"$out" | tr -d '\n')"
 	if grep -q "^validity: VALID" <<<"$out"; then
 		ok=1

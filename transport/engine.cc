@@ -164,6 +164,7 @@ Status Engine::open_ports()
 		h->gw = topo_.ports[size_t(p.peer_port)].mac;
 		h->link_bps = l.rate_bps;
 		h->delay_ns = l.delay_ns;
+		h->error_rate = l.error_rate;
 		h->pacer = LinkPacer(l.rate_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli());
 		std::string pin = std::string(kPinRoot) + "/" + topo_.name + "/" + n.name + "/qn_xsks";
 		QN_TRY(h->port.open(h->netns, h->ifname, pin, opt_.frames_per_port));
@@ -174,6 +175,7 @@ Status Engine::open_ports()
 		auto cb = std::make_unique<Cable>();
 		cb->name = c.name;
 		cb->delay_ns = c.delay_ns;
+		cb->error_rate = c.error_rate;
 		for (int k = 0; k < 2; k++)
 			QN_TRY(cb->end[k].open(c.netns, c.ifname[k], c.xskmap_pin[k], opt_.frames_per_port));
 		cables_.push_back(std::move(cb));
@@ -434,6 +436,11 @@ void Engine::rx_host(Host &h, uint64_t now)
 	for (;;) {
 		uint32_t n = h.port.rx_peek(64, addr, len);
 		for (uint32_t i = 0; i < n; i++) {
+			if (lose(h.error_rate)) { // the switch-to-host direction of the link
+				h.c.link_errors++;
+				h.port.rx_recycle(addr[i]);
+				continue;
+			}
 			if (rx_delay == 0) {
 				process(h, h.port.frame(addr[i]), len[i], now);
 				h.port.rx_recycle(addr[i]);
@@ -460,9 +467,15 @@ void Engine::rx_cable(Cable &c, uint64_t now)
 	for (int k = 0; k < 2; k++) {
 		for (;;) {
 			uint32_t n = c.end[k].rx_peek(64, addr, len);
-			for (uint32_t i = 0; i < n; i++)
+			for (uint32_t i = 0; i < n; i++) {
+				if (lose(c.error_rate)) {
+					c.dropped++;
+					c.end[k].rx_recycle(addr[i]);
+					continue;
+				}
 				c.line[k].push_back(Held{arrival(c.end[k], addr[i], now) + c.delay_ns + opt_.switch_delay_ns,
 							 addr[i], len[i]});
+			}
 			if (n < 64)
 				break;
 		}
@@ -493,6 +506,11 @@ void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start)
 	const uint64_t tx_delay = h.delay_ns + opt_.nic_tx_delay_ns;
 	h.c.tx_frames++;
 	h.c.tx_bytes += len;
+	if (lose(h.error_rate)) { // the host-to-switch direction of the link (after the pacer)
+		h.c.link_errors++;
+		h.port.tx_free(addr);
+		return;
+	}
 	if (tx_delay == 0 && h.txline.empty()) {
 		if (!h.port.tx_push(addr, len)) {
 			h.c.tx_ring_full++;

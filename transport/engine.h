@@ -17,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <random>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -69,6 +70,7 @@ struct HostCounters {
 	uint64_t pfc_rx = 0, pfc_xoff = 0, pfc_xon = 0;
 	uint64_t paused_ns[8] = {};         // fabric time each priority was paused
 	uint64_t cnp_rx = 0, unknown_qp = 0;
+	uint64_t link_errors = 0;           // frames lost to the host link's error rate (both directions)
 	std::array<uint64_t, size_t(ParseError::Count)> bad{};
 };
 
@@ -172,6 +174,7 @@ private:
 		Endpoint ep;
 		Mac gw{};
 		uint64_t link_bps = 0, delay_ns = 0;
+		double error_rate = 0;
 		XskPort port;
 		LinkPacer pacer;
 		bool backlogged = false;
@@ -188,9 +191,10 @@ private:
 	struct Cable {
 		std::string name;
 		uint64_t delay_ns = 0;
+		double error_rate = 0;
 		XskPort end[2];
 		std::deque<Held> line[2];       // frames received on end i, to leave on end 1-i
-		uint64_t frames = 0, dropped = 0;
+		uint64_t frames = 0, dropped = 0; // dropped: lost to the link's error rate
 	};
 
 	Engine(const Topology &t, const Dilation &d, const EngineOptions &o);
@@ -220,6 +224,9 @@ private:
 	std::vector<std::unique_ptr<Qp>> qps_;
 	std::unordered_map<uint32_t, Qp *> by_qpn_;
 	uint32_t next_qpn_ = 0x100;
+	std::mt19937_64 rng_{0x71756e6368ULL}; // link error draws (fixed seed: runs are repeatable)
+	// Return: true when a frame is lost to error rate p.
+	bool lose(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 	uint64_t next_timer_scan_ = 0;
 	uint64_t min_rto_ns_ = 1'000'000;   // smallest RTO of any QP: bounds the timer scan period
 	void *ring_ = nullptr;              // io_uring (opaque here)

@@ -2,7 +2,8 @@
 # netns: the host engine on the star. Hosts exchange messages through the switch (ping-pong and
 # a 3:1 incast, payloads checked by content, with and without ICRC); malformed RoCE frames are
 # counted and dropped while traffic continues; a 1% loss injected at the switch is recovered by
-# go-back-N and by selective repeat with no corruption, and SR retransmits less.
+# go-back-N and by selective repeat with no corruption, and SR retransmits less; a host link's
+# error rate is applied by the engine and recovered.
 source "$(dirname "$0")/lib.sh"
 
 D=$(vm_or 400 50)
@@ -45,4 +46,19 @@ echo "switch dropped $injected data packets on purpose; retransmitted gbn ${retx
 [ "${injected:-0}" -ge 1 ] || fail "the switch injected no loss"
 [ "${retx[sr]}" -ge 1 ] || fail "SR recovered losses without retransmitting?"
 [ "${retx[sr]}" -lt "${retx[gbn]}" ] || fail "SR retransmitted ${retx[sr]} >= GBN ${retx[gbn]}"
+# 4. a lossy host link (error=0.02 on h2's link): the engine drops frames in both directions of
+#    that link; SR recovers them.
+"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+lossy=$(write_topo "defaults rate=10Gbps mtu=2048 delay=1us buffer=12MB
+switch tor
+host h1
+host h2
+link h1 tor
+link h2 tor error=0.02")
+"$QUENCH" topo up "$lossy" --dilation "$D" >/dev/null
+out=$(gen --pattern incast --senders h2 --size 500KB --count 2 --dst h1 --mode sr) || fail "lossy link: $out"
+errs=$(awk '$1=="host" && $2=="h2:" {for (i=1;i<=NF;i++) if ($i=="link_errors") print $(i+1)}' <<<"$out")
+echo "frames lost on h2's link: $errs; $(grep -E '^goodput' <<<"$out")"
+[ "${errs:-0}" -ge 1 ] || fail "a 2% link error rate lost nothing: $out"
+grep -q "flows done 2/2, content errors 0, corrupt messages 0" <<<"$out" || fail "lossy link: $out"
 pass "messages delivered exactly (content-checked), malformed frames dropped, 1% loss recovered (GBN ${retx[gbn]} vs SR ${retx[sr]} retransmissions)"

@@ -73,6 +73,7 @@ CableSpec cable_spec(const Topology &t, int li)
 	c.name = "cb" + std::to_string(li);
 	c.netns = cable_netns(t);
 	c.delay_ns = t.links[size_t(li)].delay_ns;
+	c.error_rate = t.links[size_t(li)].error_rate;
 	for (int k = 0; k < 2; k++) {
 		c.ifname[k] = c.name + (k == 0 ? "a" : "b");
 		// Distinct from every port's ifindex (kIfindexBase + port index).

@@ -45,7 +45,8 @@ struct Link {
 	uint64_t rate_bps = 0;
 	uint32_t mtu = 0;
 	uint64_t delay_ns = 0;
-	double error_rate = 0.0;  // from ns-3 files; recorded, applied by the engine (issue 5)
+	double error_rate = 0.0;  // loss probability per frame and direction; applied by the engine
+				  // on host links and cables (docs/transport.md)
 	int line = 0;
 };
 

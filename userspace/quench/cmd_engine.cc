@@ -293,12 +293,12 @@ int cmd_gen(int argc, char **argv, int first)
 		uint64_t badf = 0;
 		for (auto b : c.bad)
 			badf += b;
-		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) cnp %llu malformed %llu unknown_qp %llu\n",
+		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) cnp %llu malformed %llu unknown_qp %llu link_errors %llu\n",
 			    h.c_str(), static_cast<unsigned long long>(c.tx_frames), static_cast<unsigned long long>(c.rx_frames),
 			    static_cast<unsigned long long>(c.pfc_rx), static_cast<unsigned long long>(c.pfc_xoff),
 			    static_cast<unsigned long long>(c.pfc_xon), fmt_ns(c.paused_ns[QN_PRIO_DATA]).c_str(),
 			    static_cast<unsigned long long>(c.cnp_rx), static_cast<unsigned long long>(badf),
-			    static_cast<unsigned long long>(c.unknown_qp));
+			    static_cast<unsigned long long>(c.unknown_qp), static_cast<unsigned long long>(c.link_errors));
 	}
 	std::fputs(rep->health.to_text().c_str(), stdout);
 	if (!g.out.empty()) {

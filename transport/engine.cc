@@ -316,11 +316,7 @@ void Engine::schedule(Qp &q, uint64_t now)
 	if (q.scheduled || !q.snd.can_send())
 		return;
 	q.scheduled = true;
-	Host &h = *hosts_[q.host];
-	if (q.next_ok_ns > now)
-		h.wheel.insert(q.next_ok_ns, &q);
-	else
-		h.active.push_back(&q);
+	hosts_[q.host]->sched.add(&q, q.next_ok_ns, now);
 }
 
 void Engine::queue_ack(Host &h, Qp &q, const AckOut &a)
@@ -512,21 +508,20 @@ void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start)
 		return;
 	}
 	if (tx_delay == 0 && h.txline.empty()) {
-		if (!h.port.tx_push(addr, len)) {
-			h.c.tx_ring_full++;
-			h.port.tx_free(addr);
-		}
-		return;
+		if (h.port.tx_push(addr, len))
+			return;
+		// TX ring full: keep the frame, in order, for the next iteration (never drop it).
+		h.c.tx_ring_full++;
 	}
 	h.txline.push_back(Held{start + tx_delay, addr, len});
 }
 
 void Engine::pump(Host &h, uint64_t now)
 {
-	h.wheel.pop_due(now, [&](Qp *q) { h.active.push_back(q); });
+	h.sched.advance(now);
 	while (h.pacer.ready(now)) {
 		const bool ctrl_ok = !h.ctrl.empty() && !paused(h, QN_PRIO_CONTROL, now);
-		const bool data_ok = !h.active.empty() && !paused(h, QN_PRIO_DATA, now);
+		const bool data_ok = h.sched.has_ready() && !paused(h, QN_PRIO_DATA, now);
 		if (!ctrl_ok && !data_ok)
 			break;
 		uint64_t addr = h.port.tx_alloc();
@@ -543,8 +538,7 @@ void Engine::pump(Host &h, uint64_t now)
 			h.ctrl.pop_front();
 			h.c.tx_ctrl++;
 		} else {
-			Qp *q = h.active.front();
-			h.active.pop_front();
+			Qp *q = h.sched.pop();
 			auto seg = q->snd.next(now);
 			if (!seg) {
 				q->scheduled = false;
@@ -566,10 +560,9 @@ void Engine::pump(Host &h, uint64_t now)
 			// The QP's own rate limiter: its next packet waits one serialization time
 			// at the QP rate (from now: no catching up either).
 			q->scheduled = false;
-			if (q->rate_bps && q->rate_bps < h.link_bps)
-				q->next_ok_ns = now + serialization_ns(wire_bytes(len), q->rate_bps);
-			else
-				q->next_ok_ns = 0;
+			q->next_ok_ns = TxScheduler<Qp *>::next_ok(std::min(q->next_ok_ns, now), now, wire_bytes(len),
+								   q->rate_bps, h.link_bps,
+								   wire_bytes(QN_DEFAULT_MTU + QN_ETH_HLEN));
 			schedule(*q, now);
 		}
 		uint64_t wb = wire_bytes(len);
@@ -586,7 +579,7 @@ void Engine::pump(Host &h, uint64_t now)
 	// Still backlogged only if something could go when the link frees up.
 	h.backlogged = !h.pacer.ready(now) &&
 		       ((!h.ctrl.empty() && !paused(h, QN_PRIO_CONTROL, now)) ||
-			(!h.active.empty() && !paused(h, QN_PRIO_DATA, now)));
+			(h.sched.has_ready() && !paused(h, QN_PRIO_DATA, now)));
 	while (!h.txline.empty() && h.txline.front().release_ns <= now) {
 		Held r = h.txline.front();
 		if (!h.port.tx_push(r.addr, r.len))
@@ -601,7 +594,7 @@ uint64_t Engine::next_deadline(uint64_t now)
 	uint64_t d = next_timer_scan_;
 	for (const auto &hp : hosts_) {
 		const Host &h = *hp;
-		bool has_ctrl = !h.ctrl.empty(), has_data = !h.active.empty();
+		bool has_ctrl = !h.ctrl.empty(), has_data = h.sched.has_ready();
 		if (has_ctrl || has_data) {
 			uint64_t t = h.pacer.ready_at();
 			for (int prio : {QN_PRIO_CONTROL, QN_PRIO_DATA}) {
@@ -610,8 +603,8 @@ uint64_t Engine::next_deadline(uint64_t now)
 					d = std::min(d, std::max(t, h.paused_until[prio]));
 			}
 		}
-		if (h.wheel.size())
-			d = std::min(d, h.wheel.next_due());
+		if (h.sched.waiting())
+			d = std::min(d, h.sched.next_due());
 		if (!h.txline.empty())
 			d = std::min(d, h.txline.front().release_ns);
 		if (!h.rxline.empty())

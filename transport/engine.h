@@ -179,8 +179,7 @@ private:
 		LinkPacer pacer;
 		bool backlogged = false;
 		std::deque<CtrlFrame> ctrl;
-		std::deque<Qp *> active;
-		TimingWheel<Qp *> wheel{1000, 1024};
+		TxScheduler<Qp *> sched;       // ready QPs + rate-limited QPs waiting in the wheel
 		std::deque<Held> txline, rxline;
 		uint64_t paused_until[8] = {};
 		uint64_t pause_start[8] = {};

@@ -56,9 +56,9 @@ private:
 	uint64_t bytes_ = 0;
 };
 
-// A hashed timing wheel of items keyed by a due time. Items due within one slot fire together
-// (slot_ns is the resolution); items beyond the horizon wait in their slot for extra turns.
-// Order within a slot is insertion order.
+// A hashed timing wheel of items keyed by a due time: an item never fires before its due time
+// (pop_due compares exact times; slot_ns only sets how items are bucketed). Items due beyond
+// one turn wait in their slot for extra turns. Order within a slot is insertion order.
 template <typename T> class TimingWheel {
 public:
 	TimingWheel(uint64_t slot_ns, size_t slots) : slot_ns_(slot_ns), slots_(slots) {}
@@ -68,10 +68,10 @@ public:
 		uint64_t tick = due_ns / slot_ns_;
 		if (tick < cur_tick_)
 			tick = cur_tick_;
-		slots_[size_t(tick % slots_.size())].push_back(Entry{tick, item});
+		slots_[size_t(tick % slots_.size())].push_back(Entry{due_ns, item});
 		count_++;
 	}
-	// Move every item whose slot has been reached by now into `out` (in slot order).
+	// Move every item due at or before now into `out` (in slot order).
 	template <typename Out> void pop_due(uint64_t now_ns, Out &&out)
 	{
 		const uint64_t now_tick = now_ns / slot_ns_;
@@ -84,7 +84,7 @@ public:
 				auto &s = slots_[size_t(t % slots_.size())];
 				size_t keep = 0;
 				for (size_t i = 0; i < s.size(); i++) {
-					if (s[i].tick <= now_tick) {
+					if (s[i].due <= now_ns) {
 						out(s[i].item);
 						count_--;
 					} else {
@@ -97,8 +97,7 @@ public:
 		if (now_tick > cur_tick_)
 			cur_tick_ = now_tick;
 	}
-	// Return: the earliest slot start that holds an item (UINT64_MAX when empty). Costs a scan
-	// of at most one turn.
+	// Return: the earliest due time (UINT64_MAX when empty). Costs a scan of the wheel.
 	uint64_t next_due() const
 	{
 		if (count_ == 0)
@@ -106,21 +105,74 @@ public:
 		uint64_t best = UINT64_MAX;
 		for (const auto &s : slots_)
 			for (const auto &e : s)
-				best = e.tick < best ? e.tick : best;
-		return best * slot_ns_;
+				best = e.due < best ? e.due : best;
+		return best;
 	}
 	size_t size() const { return count_; }
 	uint64_t slot_ns() const { return slot_ns_; }
 
 private:
 	struct Entry {
-		uint64_t tick;
+		uint64_t due;
 		T item;
 	};
 	uint64_t slot_ns_;
 	std::vector<std::vector<Entry>> slots_;
 	uint64_t cur_tick_ = 0;
 	size_t count_ = 0;
+};
+
+// Which sender of a host goes next: a round-robin of ready senders, and a timing wheel holding
+// rate-limited senders until their next packet is due (a sender limited to R waits one
+// serialization time at R after each packet; see next_ok for the credit of short waits).
+template <typename T> class TxScheduler {
+public:
+	explicit TxScheduler(uint64_t slot_ns = 1000, size_t slots = 1024) : wheel_(slot_ns, slots) {}
+
+	// Make `t` eligible from `at_ns` on.
+	void add(T t, uint64_t at_ns, uint64_t now_ns)
+	{
+		if (at_ns > now_ns)
+			wheel_.insert(at_ns, t);
+		else
+			ready_.push_back(t);
+	}
+	// Move senders that became due to the ready list.
+	void advance(uint64_t now_ns)
+	{
+		wheel_.pop_due(now_ns, [&](T t) { ready_.push_back(t); });
+	}
+	bool has_ready() const { return !ready_.empty(); }
+	// Take the next ready sender (precondition: has_ready()).
+	T pop()
+	{
+		T t = ready_.front();
+		ready_.pop_front();
+		return t;
+	}
+	// Return: when a sender may send again after starting `wire_bytes` at now, under its limit
+	// `rate_bps` (0, or at least the link rate: no limit of its own, i.e. now). `eligible_ns`
+	// is when this packet had become eligible: a wait of up to `burst_bytes` at the rate
+	// (behind other senders, or for the link) is credited back, so a limited sender reaches its
+	// rate; any longer wait is lost. Over any interval a sender starts at most
+	// rate x interval + burst_bytes (a token bucket burst_bytes deep; the engine uses one full
+	// frame).
+	static uint64_t next_ok(uint64_t eligible_ns, uint64_t now_ns, uint64_t wire_bytes, uint64_t rate_bps,
+				uint64_t link_bps, uint64_t burst_bytes)
+	{
+		if (rate_bps == 0 || rate_bps >= link_bps)
+			return now_ns;
+		const uint64_t credit = serialization_ns(burst_bytes, rate_bps);
+		const uint64_t from = now_ns - eligible_ns <= credit ? eligible_ns : now_ns - credit;
+		return from + serialization_ns(wire_bytes, rate_bps);
+	}
+	size_t waiting() const { return wheel_.size(); }
+	// Return: when the next waiting sender becomes due (UINT64_MAX: none waits).
+	uint64_t next_due() const { return wheel_.next_due(); }
+
+private:
+	TimingWheel<T> wheel_;
+	std::deque<T> ready_;
 };
 
 } // namespace qn::tp

@@ -202,6 +202,22 @@ Result<std::unique_ptr<Engine>> open_engine(const std::string &name, const Engin
 	return Engine::open(*t, *d, eo);
 }
 
+void print_hosts(Engine &e)
+{
+	for (const auto &h : e.host_names()) {
+		const HostCounters &c = e.host_counters(h);
+		uint64_t badf = 0;
+		for (auto b : c.bad)
+			badf += b;
+		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) cnp %llu malformed %llu unknown_qp %llu link_errors %llu\n",
+			    h.c_str(), static_cast<unsigned long long>(c.tx_frames), static_cast<unsigned long long>(c.rx_frames),
+			    static_cast<unsigned long long>(c.pfc_rx), static_cast<unsigned long long>(c.pfc_xoff),
+			    static_cast<unsigned long long>(c.pfc_xon), fmt_ns(c.paused_ns[QN_PRIO_DATA]).c_str(),
+			    static_cast<unsigned long long>(c.cnp_rx), static_cast<unsigned long long>(badf),
+			    static_cast<unsigned long long>(c.unknown_qp), static_cast<unsigned long long>(c.link_errors));
+	}
+}
+
 } // namespace
 
 int cmd_gen(int argc, char **argv, int first)
@@ -288,18 +304,7 @@ int cmd_gen(int argc, char **argv, int first)
 		    secs > 0 ? double(bytes) * 8 / secs / 1e9 : 0.0, fmt_ns(rep->elapsed_ns).c_str(),
 		    static_cast<unsigned long long>(rep->tx_pkts), static_cast<unsigned long long>(rep->retx_pkts),
 		    static_cast<unsigned long long>(rep->timeouts), static_cast<unsigned long long>(rep->dup_pkts));
-	for (const auto &h : hosts) {
-		const HostCounters &c = e.host_counters(h);
-		uint64_t badf = 0;
-		for (auto b : c.bad)
-			badf += b;
-		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) cnp %llu malformed %llu unknown_qp %llu link_errors %llu\n",
-			    h.c_str(), static_cast<unsigned long long>(c.tx_frames), static_cast<unsigned long long>(c.rx_frames),
-			    static_cast<unsigned long long>(c.pfc_rx), static_cast<unsigned long long>(c.pfc_xoff),
-			    static_cast<unsigned long long>(c.pfc_xon), fmt_ns(c.paused_ns[QN_PRIO_DATA]).c_str(),
-			    static_cast<unsigned long long>(c.cnp_rx), static_cast<unsigned long long>(badf),
-			    static_cast<unsigned long long>(c.unknown_qp), static_cast<unsigned long long>(c.link_errors));
-	}
+	print_hosts(e);
 	std::fputs(rep->health.to_text().c_str(), stdout);
 	if (!g.out.empty()) {
 		std::ofstream o(g.out);
@@ -331,6 +336,7 @@ int cmd_engine(int argc, char **argv, int first)
 	std::fflush(stdout);
 	uint64_t until = g.timeout_ns ? e.now_ns() + g.timeout_ns : UINT64_MAX; // --timeout: serve this long
 	e.run([] { return g_engine_stop != 0; }, until);
+	print_hosts(e);
 	std::fputs(e.health().to_text().c_str(), stdout);
 	return 0;
 }

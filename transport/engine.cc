@@ -384,7 +384,8 @@ void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 	}
 	auto it = by_qpn_.find(p.dest_qp);
 	Qp *q = it == by_qpn_.end() ? nullptr : it->second;
-	if (!q || hosts_[q->host].get() != &h) {
+	// A connected QP takes packets only from its peer host.
+	if (!q || hosts_[q->host].get() != &h || p.src.ip != q->dst.ip) {
 		h.c.unknown_qp++;
 		return;
 	}

@@ -86,6 +86,8 @@ uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
 
 uint64_t QpSender::post(Message m, uint64_t now_ns)
 {
+	if (m.data)
+		m.size = m.data->size(); // the bytes given define the message
 	queued_bytes_ += m.size;
 	msgs_.push_back(Msg{std::move(m), now_ns, 0, UINT64_MAX});
 	return msgs_base_ + msgs_.size() - 1;

@@ -45,7 +45,8 @@ void pattern_fill(uint32_t qpn, uint64_t msn, uint64_t off, uint8_t *dst, size_t
 inline constexpr uint64_t kFnvInit = 0xcbf29ce484222325ULL;
 uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n);
 
-// A message to send. Without `data` the payload is the pattern (pattern_byte).
+// A message to send. Without `data` the payload is the pattern (pattern_byte); with `data`,
+// its bytes are the message and `size` is taken from them.
 struct Message {
 	uint64_t id = 0;                  // caller's tag, returned in the completion
 	uint64_t size = 0;                // bytes (0 is allowed: one empty SEND_ONLY)

@@ -314,3 +314,19 @@ TEST_CASE("qp_sender__window_caps_bytes_in_flight", "[qp]")
 	CHECK(n == 4);
 	CHECK(s.inflight_bytes() == 4000);
 }
+
+TEST_CASE("qp_sender__data_defines_the_message_size", "[qp]")
+{
+	QpConfig c;
+	c.qpn = 1;
+	c.peer_qpn = 2;
+	QpSender s(c);
+	auto data = std::make_shared<std::vector<uint8_t>>(10, uint8_t(7));
+	// Expect: a size that disagrees with the bytes given is not trusted (no read past them).
+	(void)s.post(Message{1, 100000, data}, 0);
+	auto seg = s.next(0);
+	REQUIRE(seg.has_value());
+	CHECK(seg->len == 10);
+	CHECK(seg->opcode == QN_OP_RC_SEND_ONLY);
+	CHECK_FALSE(s.next(0).has_value());
+}

@@ -478,7 +478,14 @@ Result<std::string> topo_show()
 			present += netns_exists(t->netns(node.id));
 		o << t->describe();
 		o << "  dilation " << (d ? d->factor() : 0.0) << ", namespaces present " << present << "/"
-		  << t->nodes.size() << ", pins " << kPinRoot << "/" << n << "/\n\n";
+		  << t->nodes.size() << ", pins " << kPinRoot << "/" << n << "/\n";
+		for (const CableSpec &c : cable_specs(*t)) {
+			const Link &l = t->links[size_t(c.link)];
+			o << "  cable " << c.name << ": " << t->nodes[size_t(l.a)].name << " <-> " << t->nodes[size_t(l.b)].name
+			  << " delay " << format_time(c.delay_ns) << " (" << c.netns << ": " << c.ifname[0] << ", "
+			  << c.ifname[1] << "; carried while an engine runs)\n";
+		}
+		o << "\n";
 	}
 	return o.str();
 }

@@ -38,6 +38,7 @@ struct GenArgs {
 	uint64_t size = 64 * 1024;
 	uint64_t count = 1;
 	uint64_t window_ns = 0;
+	uint64_t interval_ns = 0;
 	double load = 0.3;
 	std::string cdf;
 	uint64_t duration_ns = 1'000'000;
@@ -119,6 +120,8 @@ std::string parse_gen(int argc, char **argv, int first, GenArgs &g)
 			e = num_opt(g.count, 1, 10'000'000);
 		} else if (s == "--sync-window") {
 			e = time_opt(g.window_ns);
+		} else if (s == "--interval") {
+			e = time_opt(g.interval_ns);
 		} else if (s == "--load") {
 			std::string v = val();
 			char *end = nullptr;
@@ -253,6 +256,8 @@ int cmd_gen(int argc, char **argv, int first)
 	if (g.pattern == "incast") {
 		for (uint64_t r = 0; r < g.count; r++) {
 			auto v = gen_incast(g.senders, g.dst, g.size, g.window_ns, g.seed + r, flows.size());
+			for (auto &f : v)
+				f.start_ns += r * g.interval_ns; // round r starts r intervals after the first
 			flows.insert(flows.end(), v.begin(), v.end());
 		}
 	} else if (g.pattern == "long") {

@@ -36,7 +36,8 @@ const char *kUsage = R"(usage: quench COMMAND ...
   switch set TOPO/SWITCH|SWITCH KEY=VALUE...        change buffer, admission, alpha, ecn, kmin, kmax,
                                                     pmax, pfc, xoff, xon, quanta, queue, mirror_dport
   gen TOPO [--pattern incast|long|poisson|pingpong] [--dst H] [--senders N|H,H..]
-      [--size B] [--count N] [--sync-window T] [--load F --cdf FILE --duration T]
+      [--size B] [--count N] [--sync-window T] [--interval T]
+      [--load F --cdf FILE --duration T]
       [--mode gbn|sr] [--ack-every N] [--window-bytes B] [--qp-rate R] [--rto-low T]
       [--rto-high T] [--icrc] [--nic-delay T] [--switch-delay T] [--timeout T]
       [--seed S] [--out CSV]

@@ -1,0 +1,299 @@
+// DCQCN (transport/cc/dcqcn.h) on a fake clock against the equations of
+// ../shared/specs/dcqcn.md: the first CNP's cut, alpha decay without CNPs, the F fast-recovery
+// steps, additive and hyper increase, byte counter vs timer, the NP's CNP spacing, the
+// Mellanox variant, DCQCN+W, and the scheme registry.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "cc.h"
+#include "dcqcn.h"
+
+using namespace qn::tp::cc;
+using Catch::Detail::Approx;
+
+namespace {
+const double kLine = 10e9;
+
+DcqcnParams paper()
+{
+	auto p = dcqcn_params("paper");
+	REQUIRE(p.ok());
+	return *p;
+}
+
+CnpEvent cnp(uint64_t t) { return CnpEvent{t, {}}; }
+} // namespace
+
+TEST_CASE("dcqcn__first_cnp_cuts_by_half_and_keeps_the_target", "[dcqcn]")
+{
+	DcqcnPaper rp(paper(), uint64_t(kLine));
+	rp.start(0, uint64_t(kLine));
+	// Expect: line rate before any CNP, inactive (RP0).
+	CHECK(rp.rc() == kLine);
+	CHECK_FALSE(rp.active());
+	rp.on_cnp(cnp(1000));
+	// Expect (RP1, Eq.1 order): Rt = Rc_old, Rc = Rc(1 - alpha/2) with alpha = 1, then
+	// alpha = (1-g) alpha + g = 1.
+	CHECK(rp.rt() == kLine);
+	CHECK(rp.rc() == Approx(kLine / 2));
+	CHECK(rp.alpha() == Approx(1.0));
+	CHECK(rp.active());
+	// A second CNP at once cuts again from the new rate (clamp: Rt = Rc).
+	rp.on_cnp(cnp(1000));
+	CHECK(rp.rt() == Approx(kLine / 2));
+	CHECK(rp.rc() == Approx(kLine / 4));
+}
+
+TEST_CASE("dcqcn__alpha_decays_every_tau_without_cnps", "[dcqcn]")
+{
+	auto p = paper();
+	DcqcnPaper rp(p, uint64_t(kLine));
+	rp.start(0, uint64_t(kLine));
+	rp.on_cnp(cnp(0));
+	const double a0 = rp.alpha();
+	// Expect (RP2, Eq.2): after k periods of tau' with no CNP, alpha = (1-g)^k alpha.
+	for (int k = 1; k <= 50; k++) {
+		rp.on_timer(uint64_t(k) * p.tau_alpha_ns);
+		REQUIRE(rp.alpha() == Approx(a0 * std::pow(1 - p.g, k)));
+	}
+	// A CNP restarts the decay and adds g: alpha = (1-g) alpha + g.
+	double before = rp.alpha();
+	rp.on_cnp(cnp(50 * p.tau_alpha_ns + 10));
+	CHECK(rp.alpha() == Approx((1 - p.g) * before + p.g));
+	rp.on_timer(50 * p.tau_alpha_ns + 10 + p.tau_alpha_ns - 1);
+	CHECK(rp.alpha() == Approx((1 - p.g) * before + p.g)); // not yet
+}
+
+TEST_CASE("dcqcn__f_fast_recovery_steps_then_additive_increase", "[dcqcn]")
+{
+	auto p = paper();
+	DcqcnPaper rp(p, uint64_t(kLine));
+	rp.start(0, uint64_t(kLine));
+	rp.on_cnp(cnp(0));
+	rp.on_cnp(cnp(0)); // Rt = 5G, Rc = 2.5G (alpha stays 1)
+	const double rt = rp.rt(), rc0 = rp.rc();
+	REQUIRE(rt == Approx(kLine / 2));
+	// Expect (Eq.3): F = 5 timer events each halve the distance to Rt, Rt unchanged.
+	uint64_t t = 0;
+	for (uint32_t k = 1; k <= p.f; k++) {
+		t += p.t_ns;
+		rp.on_timer(t);
+		REQUIRE(rp.t_stage() == k);
+		REQUIRE(rp.rt() == Approx(rt));
+		REQUIRE(rp.rc() == Approx(rt - (rt - rc0) / std::pow(2.0, k)));
+	}
+	// Expect (Eq.4): the next events add R_AI to Rt, then average.
+	double rc = rp.rc(), target = rt;
+	for (int k = 0; k < 3; k++) {
+		t += p.t_ns;
+		rp.on_timer(t);
+		target += double(p.rai_bps);
+		rc = (target + rc) / 2;
+		REQUIRE(rp.rt() == Approx(target));
+		REQUIRE(rp.rc() == Approx(rc));
+	}
+	// The byte counter never fired (B = 10 MB, nothing sent).
+	CHECK(rp.bc_stage() == 0);
+}
+
+TEST_CASE("dcqcn__hyper_increase_when_both_counters_pass_f", "[dcqcn]")
+{
+	auto p = paper();
+	p.b_bytes = 10'000;
+	DcqcnPaper rp(p, uint64_t(kLine));
+	rp.start(0, uint64_t(kLine));
+	rp.on_cnp(cnp(0));
+	rp.on_cnp(cnp(0));
+	// Six byte-counter events: five fast recovery, the sixth additive (t_stage = 0).
+	for (int k = 0; k < 6; k++)
+		rp.on_tx(1, p.b_bytes);
+	REQUIRE(rp.bc_stage() == 6);
+	REQUIRE(rp.rt() == Approx(kLine / 2 + double(p.rai_bps)));
+	// Timer events 1..5: additive (max > F, min <= F); event 6: hyper, Rt += (min - F) R_HAI.
+	double target = rp.rt(), rc = rp.rc();
+	for (uint32_t k = 1; k <= 6; k++) {
+		rp.on_timer(uint64_t(k) * p.t_ns);
+		if (k <= p.f)
+			target += double(p.rai_bps);
+		else
+			target += double(std::min<uint32_t>(6, k) - p.f) * double(p.rhai_bps);
+		rc = (target + rc) / 2;
+		REQUIRE(rp.rt() == Approx(target));
+		REQUIRE(rp.rc() == Approx(rc));
+	}
+	// In hyper phase the byte counter reloads with B/2: the B loaded before hyper makes one
+	// more event, after which B/2 bytes make each next one.
+	uint32_t bc = rp.bc_stage();
+	rp.on_tx(7 * p.t_ns, p.b_bytes);
+	CHECK(rp.bc_stage() == bc + 1);
+	rp.on_tx(7 * p.t_ns, p.b_bytes / 2);
+	CHECK(rp.bc_stage() == bc + 2);
+}
+
+TEST_CASE("dcqcn__timer_not_byte_counter_drives_increase_with_fig14_parameters", "[dcqcn]")
+{
+	// Expect (§3.3 note, §5.2): with B = 10 MB and T = 55 us, sending at the current rate for
+	// 20 periods gives 20 timer events and no byte-counter event; with B = 10 KB the byte
+	// counter runs ahead of the timer.
+	for (uint64_t b : {uint64_t(10'000'000), uint64_t(10'000)}) {
+		auto p = paper();
+		p.b_bytes = b;
+		DcqcnPaper rp(p, uint64_t(kLine));
+		rp.start(0, uint64_t(kLine));
+		rp.on_cnp(cnp(0));
+		for (uint64_t t = 1000; t <= 20 * p.t_ns; t += 1000) {
+			rp.on_tx(t, uint64_t(rp.rc() * 1e-6 / 8)); // 1 us worth of bytes at Rc
+			rp.on_timer(t);
+		}
+		INFO("B = " << b);
+		if (b == 10'000'000) {
+			CHECK(rp.t_stage() == 20);
+			CHECK(rp.bc_stage() == 0);
+		} else {
+			// (in hyper phase the timer period halves, so t_stage exceeds 20 too)
+			CHECK(rp.bc_stage() > rp.t_stage());
+		}
+	}
+}
+
+TEST_CASE("dcqcn__missed_timer_periods_fire_one_by_one", "[dcqcn]")
+{
+	auto p = paper();
+	DcqcnPaper rp(p, uint64_t(kLine));
+	rp.start(0, uint64_t(kLine));
+	rp.on_cnp(cnp(0));
+	// A loop stalled for 10 periods catches up event by event (§6-10).
+	rp.on_timer(10 * p.t_ns);
+	CHECK(rp.t_stage() == 10);
+	CHECK(rp.alpha() == Approx(std::pow(1 - p.g, 10)));
+	CHECK(rp.next_timer() > 10 * p.t_ns);
+}
+
+TEST_CASE("dcqcn__rates_stay_between_rmin_and_line_rate", "[dcqcn]")
+{
+	auto p = paper();
+	DcqcnPaper rp(p, uint64_t(kLine));
+	rp.start(0, uint64_t(kLine));
+	for (int k = 0; k < 100; k++)
+		rp.on_cnp(cnp(uint64_t(k)));
+	CHECK(rp.rc() == Approx(double(p.rmin_bps)));
+	for (uint64_t t = 1; t < 2000; t++)
+		rp.on_timer(100 + t * p.t_ns);
+	CHECK(rp.rc() <= kLine);
+	CHECK(rp.rt() <= kLine);
+	CHECK(rp.rc() > kLine * 0.99);
+}
+
+TEST_CASE("dcqcn_np__at_most_one_cnp_per_interval", "[dcqcn]")
+{
+	DcqcnNp np(50'000);
+	std::vector<uint64_t> sent;
+	// CE-marked packets every 1 us for 1 ms: a CNP at once, then one per 50 us.
+	for (uint64_t t = 0; t < 1'000'000; t += 1000) {
+		if (np.next_timer() <= t && np.on_timer(t))
+			sent.push_back(t);
+		if (np.on_data(t, true))
+			sent.push_back(t);
+	}
+	REQUIRE(sent.size() >= 2);
+	CHECK(sent[0] == 0);
+	for (size_t i = 1; i < sent.size(); i++)
+		REQUIRE(sent[i] - sent[i - 1] >= 50'000);
+	CHECK(sent.size() == 20);
+	// Unmarked packets never make a CNP; after a quiet interval a marked one does at once.
+	DcqcnNp q(50'000);
+	CHECK_FALSE(q.on_data(0, false));
+	CHECK(q.on_data(10, true));
+	CHECK_FALSE(q.on_data(20, true));    // inside the interval: pending
+	CHECK(q.next_timer() == 50'010);
+	CHECK(q.on_timer(50'010));           // the pending one at the interval's end
+	CHECK_FALSE(q.on_timer(100'010));    // nothing pending
+	CHECK(q.on_data(200'000, true));
+}
+
+TEST_CASE("dcqcn_mellanox__cut_at_the_decrease_check_then_timer_increase", "[dcqcn]")
+{
+	auto p = dcqcn_params("mellanox");
+	REQUIRE(p.ok());
+	DcqcnMellanox rp(*p, uint64_t(kLine));
+	rp.start(0, uint64_t(kLine));
+	rp.on_cnp(cnp(0));
+	// Expect (§3.4): the first CNP only arms the timers; the cut comes at the 4 us check with
+	// alpha as updated by the 1 us alpha ticks (alpha = 1, then (1-g) + g = 1 at the first tick).
+	CHECK(rp.rc() == kLine);
+	rp.on_timer(p->decrease_period_ns);
+	const double a = rp.alpha();
+	CHECK(rp.rc() == Approx(kLine * (1 - a / 2)));
+	CHECK(rp.rt() == kLine);
+	// Increase ticks every T: t_stage 0 (< F = 1) fast recovery, 1 (== F) additive, then hyper.
+	double rt = rp.rt(), rc = rp.rc();
+	uint64_t t0 = p->decrease_period_ns;
+	rp.on_timer(t0 + p->t_ns);
+	rc = (rt + rc) / 2;
+	CHECK(rp.rc() == Approx(rc));
+	// (Rt is already the line rate: the caps keep it there; check the phase counter instead.)
+	CHECK(rp.t_stage() == 1);
+	rp.on_timer(t0 + 2 * p->t_ns);
+	CHECK(rp.t_stage() == 2);
+	CHECK(rp.rt() == kLine);
+}
+
+TEST_CASE("dcqcn_w__window_static_and_proportional", "[dcqcn]")
+{
+	Setup s;
+	s.scheme = "dcqcn+w";
+	s.line_rate_bps = uint64_t(kLine);
+	s.bdp_bytes = 100'000;
+	auto parts = make(s);
+	REQUIRE(parts.ok());
+	CHECK(parts->controller->output().window_bytes == 100'000);
+	s.overrides["var_window"] = "on";
+	parts = make(s);
+	REQUIRE(parts.ok());
+	parts->controller->start(0);
+	parts->controller->on_cnp(cnp(0));
+	// Expect: W x Rc / line rate after the cut to half.
+	CHECK(parts->controller->output().window_bytes == 50'000);
+}
+
+TEST_CASE("cc_make__schemes_and_errors", "[dcqcn]")
+{
+	CHECK(schemes() == std::vector<std::string>{"none", "pfc", "dcqcn", "dcqcn+w"});
+	Setup s;
+	s.line_rate_bps = uint64_t(kLine);
+	s.scheme = "dcqcm";
+	auto r = make(s);
+	REQUIRE_FALSE(r.ok());
+	CHECK(r.error().message == "unknown scheme 'dcqcm' (schemes: none, pfc, dcqcn, dcqcn+w)");
+	s.scheme = "dcqcn";
+	s.overrides["gain"] = "1";
+	r = make(s);
+	REQUIRE_FALSE(r.ok());
+	CHECK(r.error().message.find("unknown dcqcn parameter 'gain'") == 0);
+	s.overrides = {{"t", "fast"}};
+	CHECK_FALSE(make(s).ok());
+	s.overrides = {{"g", "2"}};
+	CHECK_FALSE(make(s).ok());
+	s.overrides = {};
+	s.params = "vendor";
+	CHECK_FALSE(make(s).ok());
+	// The NP switch: no notification point when off (negative control).
+	s.params = "paper";
+	s.np = false;
+	r = make(s);
+	REQUIRE(r.ok());
+	CHECK(r->np == nullptr);
+	s.np = true;
+	r = make(s);
+	REQUIRE(r.ok());
+	CHECK(r->np != nullptr);
+	// "none" stays at line rate whatever happens.
+	s.scheme = "none";
+	r = make(s);
+	REQUIRE(r.ok());
+	r->controller->start(0);
+	r->controller->on_cnp(cnp(5));
+	CHECK(r->controller->output().rate_bps == uint64_t(kLine));
+	CHECK(r->np == nullptr);
+}

@@ -1,0 +1,341 @@
+// dcqcn.cc - DCQCN reaction and notification points (dcqcn.h, ../shared/specs/dcqcn.md).
+#include "dcqcn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "units.h"
+
+namespace qn::tp::cc {
+
+// ---------------------------------------------------------------------------------------------
+// Parameter sets
+
+Result<DcqcnParams> dcqcn_params(const std::string &set)
+{
+	DcqcnParams p;
+	if (set == "paper" || set.empty()) {
+		// Fig. 14 (T, B, Kmin/Kmax/Pmax on the switch, g), tau' = T (§4 table), F = 5, R_AI
+		// 40 Mbit/s; R_HAI 200 Mbit/s and R_min 100 Mbit/s from DCQCN-ns3 (the paper gives none).
+		return p;
+	}
+	if (set == "mellanox") {
+		// ConnectX firmware defaults (dcqcn.md §4), Mellanox variant (§3.4). g stays 1/256:
+		// dce_tcp_g = 1019 has undocumented semantics (§6-4).
+		p.variant = DcqcnParams::Variant::Mellanox;
+		p.tau_alpha_ns = 1'000;        // dce_tcp_rtt 1 (us)
+		p.t_ns = 300'000;              // rpg_time_reset 300 us
+		p.b_bytes = 0;                 // timer only
+		p.f = 1;                       // rpg_threshold 1
+		p.rai_bps = 5'000'000;         // rpg_ai_rate 5 Mbit/s
+		p.rhai_bps = 50'000'000;       // rpg_hai_rate 50 Mbit/s
+		p.rmin_bps = 1'000'000;        // rpg_min_rate 1 Mbit/s
+		p.alpha0 = 1023.0 / 1024;      // initial_alpha_value 1023
+		p.cnp_interval_ns = 4'000;     // min_time_between_cnps (4 us; a firmware dump shows 2)
+		p.clamp_target = false;        // clamp_tgt_rate 0, clamp_tgt_rate_after_time_inc 1
+		p.decrease_period_ns = 4'000;  // rate_reduce_monitor_period 4 us
+		p.rate_on_first_cnp = 1.0;     // §6-12
+		return p;
+	}
+	return make_error("unknown DCQCN parameter set '" + set + "' (paper, mellanox)");
+}
+
+Status dcqcn_override(DcqcnParams &p, const std::string &k, const std::string &v)
+{
+	auto num = [&](double lo, double hi) -> Result<double> {
+		char *end = nullptr;
+		double d = std::strtod(v.c_str(), &end);
+		if (v.empty() || *end || !std::isfinite(d) || d < lo || d > hi)
+			return make_error("dcqcn parameter '" + k + "': '" + v + "' is not a number in [" +
+					  std::to_string(lo) + ", " + std::to_string(hi) + "]");
+		return d;
+	};
+	auto time = [&](uint64_t &out) -> Status {
+		auto t = parse_time_ns(v);
+		if (!t)
+			return make_error("dcqcn parameter '" + k + "': " + t.error().message);
+		out = *t;
+		return ok_status();
+	};
+	auto rate = [&](uint64_t &out) -> Status {
+		auto r = parse_rate_bps(v);
+		if (!r)
+			return make_error("dcqcn parameter '" + k + "': " + r.error().message);
+		out = *r;
+		return ok_status();
+	};
+	auto flag = [&](bool &out) -> Status {
+		if (v == "1" || v == "on" || v == "yes")
+			out = true;
+		else if (v == "0" || v == "off" || v == "no")
+			out = false;
+		else
+			return make_error("dcqcn parameter '" + k + "': '" + v + "' is not on/off");
+		return ok_status();
+	};
+	if (k == "variant") {
+		if (v == "paper")
+			p.variant = DcqcnParams::Variant::Paper;
+		else if (v == "mellanox")
+			p.variant = DcqcnParams::Variant::Mellanox;
+		else
+			return make_error("dcqcn parameter 'variant': '" + v + "' is not paper or mellanox");
+	} else if (k == "g") {
+		auto d = num(1e-6, 1);
+		if (!d)
+			return d.error();
+		p.g = *d;
+	} else if (k == "alpha0") {
+		auto d = num(0, 1);
+		if (!d)
+			return d.error();
+		p.alpha0 = *d;
+	} else if (k == "f") {
+		auto d = num(0, 1000);
+		if (!d)
+			return d.error();
+		p.f = uint32_t(*d);
+	} else if (k == "tau_alpha") {
+		QN_TRY(time(p.tau_alpha_ns));
+	} else if (k == "t") {
+		QN_TRY(time(p.t_ns));
+	} else if (k == "n") {
+		QN_TRY(time(p.cnp_interval_ns));
+	} else if (k == "decrease_period") {
+		QN_TRY(time(p.decrease_period_ns));
+	} else if (k == "b") {
+		auto b = parse_size_bytes(v);
+		if (!b)
+			return make_error("dcqcn parameter 'b': " + b.error().message);
+		p.b_bytes = *b;
+	} else if (k == "w") {
+		auto b = parse_size_bytes(v);
+		if (!b)
+			return make_error("dcqcn parameter 'w': " + b.error().message);
+		p.window_bytes = *b;
+	} else if (k == "rai") {
+		QN_TRY(rate(p.rai_bps));
+	} else if (k == "rhai") {
+		QN_TRY(rate(p.rhai_bps));
+	} else if (k == "rmin") {
+		QN_TRY(rate(p.rmin_bps));
+	} else if (k == "clamp") {
+		QN_TRY(flag(p.clamp_target));
+	} else if (k == "var_window") {
+		QN_TRY(flag(p.var_window));
+	} else if (k == "quirk") {
+		QN_TRY(flag(p.qcn_quirk));
+	} else {
+		return make_error("unknown dcqcn parameter '" + k +
+				  "' (variant, g, alpha0, f, tau_alpha, t, n, decrease_period, b, w, rai, rhai, rmin, "
+				  "clamp, var_window, quirk)");
+	}
+	if (p.t_ns == 0 || p.tau_alpha_ns == 0 || p.cnp_interval_ns == 0 || p.decrease_period_ns == 0)
+		return make_error("dcqcn parameter '" + k + "': timers must be positive");
+	return ok_status();
+}
+
+std::string dcqcn_describe(const DcqcnParams &p)
+{
+	char b[512];
+	std::snprintf(b, sizeof(b),
+		      "variant=%s g=%.6g alpha0=%.6g tau_alpha=%s T=%s B=%s F=%u R_AI=%s R_HAI=%s R_min=%s N=%s clamp=%s%s%s",
+		      p.variant == DcqcnParams::Variant::Paper ? "paper" : "mellanox", p.g, p.alpha0,
+		      format_time(p.tau_alpha_ns).c_str(), format_time(p.t_ns).c_str(),
+		      p.b_bytes ? format_size(p.b_bytes).c_str() : "off", p.f, format_rate(p.rai_bps).c_str(),
+		      format_rate(p.rhai_bps).c_str(), format_rate(p.rmin_bps).c_str(),
+		      format_time(p.cnp_interval_ns).c_str(), p.clamp_target ? "always" : "after-increase",
+		      p.window ? (p.var_window ? " window=var " : " window=static ") : "",
+		      p.window ? format_size(p.window_bytes).c_str() : "");
+	return b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paper reaction point
+
+void DcqcnPaper::start(uint64_t, uint64_t rate_bps)
+{
+	rc_ = rt_ = std::min(double(rate_bps), line_); // RP0: no slow start
+	alpha_ = p_.alpha0;
+	active_ = false;
+}
+
+void DcqcnPaper::on_cnp(const CnpEvent &e)
+{
+	// RP1, Eq.1 order: the cut uses alpha before its update (§6-1).
+	if (p_.clamp_target || increased_ || !active_)
+		rt_ = rc_;
+	rc_ = std::max(double(p_.rmin_bps), rc_ * (1 - alpha_ / 2));
+	alpha_ = (1 - p_.g) * alpha_ + p_.g;
+	bc_ = t_ = 0;
+	bytes_left_ = int64_t(p_.b_bytes);
+	hyper_ = false;
+	increased_ = false;
+	rate_timer_ = e.now_ns + p_.t_ns;
+	alpha_timer_ = e.now_ns + p_.tau_alpha_ns;
+	active_ = true;
+}
+
+void DcqcnPaper::increase()
+{
+	const uint32_t hi = std::max(bc_, t_), lo = std::min(bc_, t_);
+	const bool quirk = p_.qcn_quirk && (bc_ == 1 || t_ == 1) && rt_ > 10 * rc_;
+	if (hi <= p_.f) {
+		rc_ = (rt_ + rc_) / 2; // fast recovery (Eq.3)
+	} else if (lo > p_.f) {
+		rt_ = quirk ? rt_ / 8 : rt_ + double(lo - p_.f) * double(p_.rhai_bps); // hyper increase
+		rc_ = (rt_ + rc_) / 2;
+	} else {
+		rt_ = quirk ? rt_ / 8 : rt_ + double(p_.rai_bps); // additive increase (Eq.4)
+		rc_ = (rt_ + rc_) / 2;
+	}
+	rt_ = std::min(rt_, line_);
+	rc_ = std::min(rc_, line_);
+	hyper_ = lo > p_.f;
+	increased_ = true;
+}
+
+void DcqcnPaper::on_tx(uint64_t, uint64_t bytes)
+{
+	// RP3: the byte counter.
+	if (!active_ || p_.b_bytes == 0)
+		return;
+	bytes_left_ -= int64_t(bytes);
+	while (bytes_left_ <= 0) {
+		bc_++;
+		bytes_left_ += int64_t(hyper_ ? p_.b_bytes / 2 : p_.b_bytes);
+		increase();
+	}
+}
+
+void DcqcnPaper::on_timer(uint64_t now)
+{
+	// Missed periods fire one by one, in time order (§6-10); alpha first on a tie.
+	for (;;) {
+		uint64_t t = std::min(rate_timer_, alpha_timer_);
+		if (t == UINT64_MAX || t > now)
+			return;
+		if (alpha_timer_ == t) {
+			alpha_ = (1 - p_.g) * alpha_; // RP2 (Eq.2): no CNP for tau'
+			alpha_timer_ += p_.tau_alpha_ns;
+		} else {
+			// RP4: the period restarts with the phase before this increase.
+			t_++;
+			rate_timer_ += hyper_ ? p_.t_ns / 2 : p_.t_ns;
+			increase();
+		}
+	}
+}
+
+uint64_t DcqcnPaper::next_timer() const { return std::min(rate_timer_, alpha_timer_); }
+
+uint64_t DcqcnPaper::window_bytes() const
+{
+	if (!p_.window)
+		return 0;
+	if (!p_.var_window)
+		return p_.window_bytes;
+	return std::max<uint64_t>(1, uint64_t(double(p_.window_bytes) * rc_ / line_));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mellanox reaction point
+
+void DcqcnMellanox::start(uint64_t, uint64_t rate_bps)
+{
+	rc_ = rt_ = std::min(double(rate_bps), line_);
+	alpha_ = p_.alpha0;
+	active_ = false;
+}
+
+void DcqcnMellanox::on_cnp(const CnpEvent &e)
+{
+	if (!active_) {
+		// First CNP: alpha = 1, Rt = Rc = rate_on_first_cnp x Rc, periodic timers start; the
+		// cut happens at the next decrease check.
+		active_ = true;
+		alpha_ = 1.0;
+		rt_ = rc_ = rc_ * p_.rate_on_first_cnp;
+		alpha_timer_ = e.now_ns + p_.tau_alpha_ns;
+		decrease_timer_ = e.now_ns + p_.decrease_period_ns;
+		rate_timer_ = e.now_ns + p_.t_ns;
+		increased_ = true; // the first cut sets Rt = Rc
+	}
+	cnp_alpha_ = true;
+	cnp_decrease_ = true;
+}
+
+void DcqcnMellanox::on_timer(uint64_t now)
+{
+	for (;;) {
+		uint64_t t = std::min({alpha_timer_, decrease_timer_, rate_timer_});
+		if (t == UINT64_MAX || t > now)
+			return;
+		if (alpha_timer_ == t) {
+			alpha_ = cnp_alpha_ ? (1 - p_.g) * alpha_ + p_.g : (1 - p_.g) * alpha_;
+			cnp_alpha_ = false;
+			alpha_timer_ += p_.tau_alpha_ns;
+		} else if (decrease_timer_ == t) {
+			if (cnp_decrease_) {
+				if (p_.clamp_target || increased_)
+					rt_ = rc_;
+				rc_ = std::max(double(p_.rmin_bps), rc_ * (1 - alpha_ / 2));
+				t_ = 0;
+				increased_ = false;
+				rate_timer_ = t + p_.t_ns;
+				cnp_decrease_ = false;
+			}
+			decrease_timer_ += p_.decrease_period_ns;
+		} else {
+			if (t_ == p_.f)
+				rt_ += double(p_.rai_bps);
+			else if (t_ > p_.f)
+				rt_ += double(p_.rhai_bps);
+			rt_ = std::min(rt_, line_);
+			rc_ = std::min((rt_ + rc_) / 2, line_);
+			t_++;
+			increased_ = true;
+			rate_timer_ += p_.t_ns;
+		}
+	}
+}
+
+uint64_t DcqcnMellanox::next_timer() const { return std::min({alpha_timer_, decrease_timer_, rate_timer_}); }
+
+uint64_t DcqcnMellanox::window_bytes() const
+{
+	if (!p_.window)
+		return 0;
+	if (!p_.var_window)
+		return p_.window_bytes;
+	return std::max<uint64_t>(1, uint64_t(double(p_.window_bytes) * rc_ / line_));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Notification point
+
+bool DcqcnNp::on_data(uint64_t now, bool ce)
+{
+	if (!ce)
+		return false;
+	if (!sent_ || now - last_ >= n_) {
+		sent_ = true;
+		last_ = now;
+		pending_ = false;
+		return true;
+	}
+	pending_ = true;
+	return false;
+}
+
+bool DcqcnNp::on_timer(uint64_t now)
+{
+	if (!pending_ || now < last_ + n_)
+		return false;
+	last_ = now;
+	pending_ = false;
+	return true;
+}
+
+} // namespace qn::tp::cc

@@ -237,7 +237,7 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 	if (a == b)
 		return make_error("connect: a QP needs two different hosts (" + a + ")");
 	const size_t payload = payload_mtu(QN_DEFAULT_MTU) - (opt_.icrc ? 0 : 0);
-	auto make = [&](size_t host, uint32_t qpn, uint32_t peer_qpn, const Endpoint &dst) {
+	auto make = [&](size_t host, uint32_t qpn, uint32_t peer_qpn, const Endpoint &dst) -> Result<QpHandle> {
 		QpConfig c;
 		c.qpn = qpn;
 		c.peer_qpn = peer_qpn;
@@ -252,16 +252,34 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		q->host = host;
 		q->dst = dst;
 		q->rate_bps = o.rate_bps;
+		cc::Setup cs = o.cc;
+		cs.line_rate_bps = hosts_[host]->link_bps;
+		if (cs.bdp_bytes == 0)
+			cs.bdp_bytes = hosts_[host]->link_bps / 8 * opt_.base_rtt_ns / 1'000'000'000ULL;
+		auto parts = cc::make(cs);
+		if (!parts)
+			return make_error("connect: " + parts.error().message);
+		q->ctl = std::move(parts->controller);
+		q->np = std::move(parts->np);
+		q->cc_describe = q->ctl->name() + ": " + parts->describe;
+		q->trace = o.trace;
+		q->ctl->start(clock_.now_ns());
 		by_qpn_[qpn] = q.get();
 		qps_.push_back(std::move(q));
+		apply_cc(*qps_.back(), clock_.now_ns());
 		return qps_.back()->id;
 	};
 	uint32_t qa = next_qpn_++, qb = next_qpn_++;
 	if (next_qpn_ > 0x3FFF)
 		return make_error("connect: out of QP numbers (16K per engine: the UDP source port carries 14 bits)");
 	min_rto_ns_ = std::min(min_rto_ns_, std::max<uint64_t>(1000, std::min(o.rto_low_ns, o.rto_high_ns)));
-	QpHandle ha = make(ia->second, qa, qb, hosts_[ib->second]->ep);
-	QpHandle hb = make(ib->second, qb, qa, hosts_[ia->second]->ep);
+	auto ra = make(ia->second, qa, qb, hosts_[ib->second]->ep);
+	if (!ra)
+		return ra.error();
+	auto rb = make(ib->second, qb, qa, hosts_[ia->second]->ep);
+	if (!rb)
+		return rb.error();
+	QpHandle ha = *ra, hb = *rb;
 	qps_[ha]->peer = hb;
 	qps_[hb]->peer = ha;
 	return ha;
@@ -339,6 +357,38 @@ void Engine::queue_ack(Host &h, Qp &q, const AckOut &a)
 	h.ctrl.push_back(f);
 }
 
+void Engine::queue_cnp(Host &h, Qp &q)
+{
+	// To the data sender's QP (its QPN is this QP's peer), CNP class (DSCP 48, priority 6).
+	TxHeader t;
+	t.src = h.ep;
+	t.dst = Endpoint{h.gw, q.dst.ip};
+	t.dscp = QN_DSCP_CONTROL;
+	t.sport = qpn_to_sport(q.snd.config().qpn);
+	t.ip_id = h.ip_id++;
+	t.dest_qp = q.snd.config().peer_qpn;
+	CtrlFrame f;
+	f.len = uint16_t(encode_cnp(t, opt_.icrc, f.b.data(), f.b.size()));
+	h.ctrl.push_back(f);
+	h.c.cnp_tx++;
+}
+
+void Engine::apply_cc(Qp &q, uint64_t now)
+{
+	const cc::Output o = q.ctl->output();
+	const bool changed = o.rate_bps != q.out.rate_bps || o.window_bytes != q.out.window_bytes;
+	q.out = o;
+	// A rate at or above the link is the link's (no limiter of its own).
+	const uint64_t link = hosts_[q.host]->link_bps;
+	q.rate_bps = o.rate_bps >= link ? 0 : o.rate_bps;
+	if (o.window_bytes != q.snd.config().window_bytes) {
+		q.snd.set_window(o.window_bytes);
+		schedule(q, now);
+	}
+	if (q.trace && (changed || q.trace_points.empty()))
+		q.trace_points.push_back(RatePoint{now, o.rate_bps, o.window_bytes, q.acked_bytes});
+}
+
 void Engine::settle_pause(Host &h, int prio, uint64_t now)
 {
 	// Account paused time up to min(now, end of pause); pause_start follows.
@@ -394,21 +444,32 @@ void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 		auto a = q->rcv.on_data(p, now);
 		if (a)
 			queue_ack(h, *q, *a);
+		// The notification point sees every data packet; CE-marked ones may make a CNP.
+		if (q->np && q->np->on_data(now, p.ecn == 3))
+			queue_cnp(h, *q);
 		for (auto &d : q->rcv.take_deliveries())
 			if (on_deliver)
 				on_deliver(q->id, d);
 		break;
 	}
 	case Kind::Ack:
-	case Kind::Nak:
-		q->snd.on_ack(p, now);
+	case Kind::Nak: {
+		AckEvent ev = q->snd.on_ack(p, now);
+		if (!ev.stale) {
+			q->acked_bytes += ev.acked_bytes;
+			q->ctl->on_ack(cc::AckSample{now, ev.acked_bytes, ev.ce_pkts, ev.ece, ev.rtt_ns, ev.nak});
+			apply_cc(*q, now);
+		}
 		for (auto &c : q->snd.take_completions())
 			if (on_complete)
 				on_complete(q->id, c);
 		schedule(*q, now);
 		break;
+	}
 	case Kind::Cnp:
 		h.c.cnp_rx++;
+		q->ctl->on_cnp(cc::CnpEvent{now, p.payload});
+		apply_cc(*q, now);
 		break;
 	case Kind::Pfc:
 		break;
@@ -558,6 +619,8 @@ void Engine::pump(Host &h, uint64_t now)
 			len = uint32_t(encode_data(t, seg->len, opt_.icrc, buf, kChunkBytes,
 						   [&](uint8_t *d) { q->snd.fill(*seg, d); }));
 			h.c.tx_data++;
+			q->ctl->on_tx(now, len); // DCQCN's byte counter counts what goes on the wire
+			apply_cc(*q, now);
 			// The QP's own rate limiter: its next packet waits one serialization time
 			// at the QP rate (from now: no catching up either).
 			q->scheduled = false;
@@ -686,7 +749,14 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 			for (auto &q : qps_) {
 				if (q->snd.on_timer(now))
 					schedule(*q, now);
-				next = std::min(next, q->snd.deadline());
+				if (q->ctl->next_timer() <= now) {
+					q->ctl->on_timer(now);
+					apply_cc(*q, now);
+				}
+				if (q->np && q->np->next_timer() <= now && q->np->on_timer(now))
+					queue_cnp(*hosts_[q->host], *q);
+				next = std::min({next, q->snd.deadline(), q->ctl->next_timer(),
+						 q->np ? q->np->next_timer() : UINT64_MAX});
 			}
 			next_timer_scan_ = std::max(next, now + timer_scan_ns);
 		}

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cc.h"
 #include "clock.h"
 #include "pacer.h"
 #include "qp.h"
@@ -60,16 +61,29 @@ struct QpOptions {
 	bool keep_data = false;             // receiver keeps delivered bytes (tests)
 	bool verify_pattern = true;         // receiver checks pattern payloads by content
 	bool hash_payload = false;          // receiver computes Delivery::hash (FNV-1a; slow)
+	// Congestion control (transport/cc, docs/cc.md): scheme, parameter set, overrides, NP on/off.
+	// line_rate_bps and bdp_bytes are filled by the engine (host link rate; link rate x base RTT).
+	cc::Setup cc;
+	bool trace = false;                 // record this QP's rate/window trace (both directions)
 };
 
 using QpHandle = uint32_t;
+
+// One point of a QP's rate trace: the controller's output when it changed, plus the bytes
+// acknowledged so far (goodput over any interval is a difference of two points).
+struct RatePoint {
+	uint64_t t_ns = 0;
+	uint64_t rate_bps = 0;
+	uint64_t window_bytes = 0;
+	uint64_t acked_bytes = 0;
+};
 
 struct HostCounters {
 	uint64_t tx_frames = 0, tx_bytes = 0, rx_frames = 0, rx_bytes = 0;
 	uint64_t tx_data = 0, tx_ctrl = 0, tx_ring_full = 0, tx_no_frame = 0;
 	uint64_t pfc_rx = 0, pfc_xoff = 0, pfc_xon = 0;
 	uint64_t paused_ns[8] = {};         // fabric time each priority was paused
-	uint64_t cnp_rx = 0, unknown_qp = 0;
+	uint64_t cnp_rx = 0, cnp_tx = 0, unknown_qp = 0;
 	uint64_t link_errors = 0;           // frames lost to the host link's error rate (both directions)
 	std::array<uint64_t, size_t(ParseError::Count)> bad{};
 };
@@ -142,6 +156,10 @@ public:
 	const SenderStats &sender_stats(QpHandle h) const;
 	const ReceiverStats &receiver_stats(QpHandle h) const;
 	uint32_t qpn(QpHandle h) const;
+	// The rate trace of a QP connected with QpOptions::trace (empty otherwise).
+	const std::vector<RatePoint> &trace(QpHandle h) const { return qps_[h]->trace_points; }
+	// The controller's parameters in effect for a QP, one line.
+	std::string cc_describe(QpHandle h) const { return qps_[h]->cc_describe; }
 	Endpoint endpoint(const std::string &host) const;
 	size_t cable_count() const { return cables_.size(); }
 
@@ -166,6 +184,13 @@ private:
 		uint64_t rate_bps = 0;
 		uint64_t next_ok_ns = 0;
 		bool scheduled = false;      // in its host's active list or wheel
+		std::unique_ptr<cc::Controller> ctl;      // this QP's sending side
+		std::unique_ptr<cc::NotificationPoint> np; // this QP's receiving side (may be null)
+		cc::Output out;              // the controller's last output
+		bool trace = false;
+		std::vector<RatePoint> trace_points;
+		uint64_t acked_bytes = 0;
+		std::string cc_describe;
 		Qp(const QpConfig &c, bool keep, bool verify, bool hash) : snd(c), rcv(c, keep, verify, hash) {}
 	};
 	struct Host {
@@ -209,6 +234,9 @@ private:
 	bool paused(const Host &h, int prio, uint64_t now) const;
 	void settle_pause(Host &h, int prio, uint64_t now);
 	void queue_ack(Host &h, Qp &q, const AckOut &a);
+	void queue_cnp(Host &h, Qp &q);
+	// Read the controller's output into the QP's rate limiter and window (and its trace).
+	void apply_cc(Qp &q, uint64_t now);
 	uint64_t next_deadline(uint64_t now);
 	void sleep_until_wall(uint64_t wall_deadline);
 	uint64_t derive_base_rtt() const;

@@ -159,10 +159,16 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 		rep.flows[i].spec = flows[i];
 		auto key = std::make_pair(flows[i].src, flows[i].dst);
 		if (!qp.count(key)) {
-			auto h = e.connect(flows[i].src, flows[i].dst, o.qp);
+			QpOptions qo = o.qp;
+			qo.trace = rep.traced.size() < o.trace_pairs;
+			auto h = e.connect(flows[i].src, flows[i].dst, qo);
 			if (!h)
 				return make_error("flow " + std::to_string(flows[i].id) + ": " + h.error().to_string());
 			qp[key] = *h;
+			if (qo.trace)
+				rep.traced.emplace_back(flows[i].src + "->" + flows[i].dst, *h);
+			if (rep.cc_describe.empty())
+				rep.cc_describe = e.cc_describe(*h);
 		}
 	}
 	std::stable_sort(order.begin(), order.end(),
@@ -175,6 +181,7 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 	uint64_t last_start = flows.empty() ? 0 : flows[order.back()].start_ns;
 	QN_TRY(e.health_begin());
 	const uint64_t t0 = e.now_ns();
+	rep.t0_ns = t0;
 
 	auto post = [&](size_t fi, uint64_t now) {
 		QpHandle h = qp[{flows[fi].src, flows[fi].dst}];

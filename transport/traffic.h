@@ -61,6 +61,7 @@ struct RunOptions {
 	QpOptions qp;
 	uint64_t timeout_ns = 1'000'000'000; // stop waiting this long (fabric) after the last start
 	bool serial_per_pair = false;        // post a pair's next message only after the last completes (ping-pong)
+	size_t trace_pairs = 0;              // record the rate trace of the first N host pairs' QPs
 };
 
 struct RunReport {
@@ -69,6 +70,9 @@ struct RunReport {
 	uint64_t delivered_bytes = 0, retx_pkts = 0, tx_pkts = 0, timeouts = 0;
 	uint64_t corrupt_msgs = 0, dup_pkts = 0;
 	Health health;
+	uint64_t t0_ns = 0;                  // engine time of the run's start (trace times are engine time)
+	std::vector<std::pair<std::string, QpHandle>> traced; // "src->dst" and the sending QP
+	std::string cc_describe;             // the controller of the first QP
 };
 
 // Run `flows` on the engine (connecting one QP per ordered host pair). Return: the report.

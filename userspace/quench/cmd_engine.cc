@@ -45,6 +45,8 @@ struct GenArgs {
 	uint64_t timeout_ns = 0;
 	uint64_t seed = 1;
 	std::string out;
+	size_t trace_pairs = 0;
+	std::string trace_out;
 	QpOptions qp;
 	EngineOptions eng;
 };
@@ -161,6 +163,23 @@ std::string parse_gen(int argc, char **argv, int first, GenArgs &g)
 			e = time_opt(g.qp.rto_low_ns);
 		} else if (s == "--rto-high") {
 			e = time_opt(g.qp.rto_high_ns);
+		} else if (s == "--cc") {
+			g.qp.cc.scheme = val();
+		} else if (s == "--cc-params") {
+			g.qp.cc.params = val();
+		} else if (s == "--cc-set") {
+			std::string kv = val();
+			auto eq = kv.find('=');
+			if (eq == std::string::npos || eq == 0)
+				return "--cc-set needs KEY=VALUE, got '" + kv + "'";
+			g.qp.cc.overrides[kv.substr(0, eq)] = kv.substr(eq + 1);
+		} else if (s == "--no-np") {
+			g.qp.cc.np = false;
+		} else if (s == "--trace") {
+			e = num_opt(n, 1, 1000);
+			g.trace_pairs = size_t(n);
+		} else if (s == "--trace-out") {
+			g.trace_out = val();
 		} else if (s == "--icrc") {
 			g.eng.icrc = true;
 		} else if (s == "--nic-delay") {
@@ -212,11 +231,12 @@ void print_hosts(Engine &e)
 		uint64_t badf = 0;
 		for (auto b : c.bad)
 			badf += b;
-		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) cnp %llu malformed %llu unknown_qp %llu link_errors %llu\n",
+		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) cnp_rx %llu cnp_tx %llu malformed %llu unknown_qp %llu link_errors %llu\n",
 			    h.c_str(), static_cast<unsigned long long>(c.tx_frames), static_cast<unsigned long long>(c.rx_frames),
 			    static_cast<unsigned long long>(c.pfc_rx), static_cast<unsigned long long>(c.pfc_xoff),
 			    static_cast<unsigned long long>(c.pfc_xon), fmt_ns(c.paused_ns[QN_PRIO_DATA]).c_str(),
-			    static_cast<unsigned long long>(c.cnp_rx), static_cast<unsigned long long>(badf),
+			    static_cast<unsigned long long>(c.cnp_rx), static_cast<unsigned long long>(c.cnp_tx),
+			    static_cast<unsigned long long>(badf),
 			    static_cast<unsigned long long>(c.unknown_qp), static_cast<unsigned long long>(c.link_errors));
 	}
 }
@@ -280,12 +300,16 @@ int cmd_gen(int argc, char **argv, int first)
 		flows = gen_poisson(hosts, g.load, link, *cdf, g.duration_ns, g.seed);
 	}
 	ro.timeout_ns = g.timeout_ns ? g.timeout_ns : 1'000'000'000ULL;
+	ro.trace_pairs = g.trace_pairs;
+	if (g.trace_pairs && g.trace_out.empty())
+		return die("gen: --trace needs --trace-out FILE");
 	std::printf("gen %s: %zu flows (%s), flow-list hash %016llx, reliability %s, D %.3g, %zu cables\n", g.topo.c_str(),
 		    flows.size(), g.pattern.c_str(), static_cast<unsigned long long>(flow_list_hash(flows)),
 		    to_string(g.qp.mode).c_str(), double(e.clock().d_milli()) / 1000.0, e.cable_count());
 	auto rep = run_flows(e, flows, ro);
 	if (!rep)
 		return die("gen: " + rep.error().to_string());
+	std::printf("cc %s\n", rep->cc_describe.c_str());
 	std::vector<uint64_t> fct;
 	size_t done = 0, bad = 0;
 	uint64_t bytes = 0;
@@ -311,6 +335,16 @@ int cmd_gen(int argc, char **argv, int first)
 		    static_cast<unsigned long long>(rep->timeouts), static_cast<unsigned long long>(rep->dup_pkts));
 	print_hosts(e);
 	std::fputs(rep->health.to_text().c_str(), stdout);
+	if (!g.trace_out.empty()) {
+		std::ofstream o(g.trace_out);
+		if (!o)
+			return die("gen: cannot write " + g.trace_out);
+		o << "pair,t_ns,rate_bps,window_bytes,acked_bytes\n";
+		for (const auto &[label, h] : rep->traced)
+			for (const auto &p : e.trace(h))
+				o << label << ',' << (p.t_ns >= rep->t0_ns ? p.t_ns - rep->t0_ns : 0) << ',' << p.rate_bps << ','
+				  << p.window_bytes << ',' << p.acked_bytes << '\n';
+	}
 	if (!g.out.empty()) {
 		std::ofstream o(g.out);
 		if (!o)

@@ -1,7 +1,9 @@
 // engine.cc - the host engine's event loop, NIC model, cables and health (engine.h).
 #include "engine.h"
 
+#include <bpf/bpf.h>
 #include <liburing.h>
+#include <unistd.h>
 #include <poll.h>
 #include <sys/prctl.h>
 
@@ -72,8 +74,9 @@ std::string Health::to_text() const
 	  << late_count << " sends), link efficiency " << link_efficiency << "\n"
 	  << "  stalls " << stalls << " (threshold " << stall_threshold_wall_ns << " ns wall, max "
 	  << stall_max_wall_ns << " ns)\n"
-	  << "  xsk drops " << xsk_drops << ", softnet drops " << softnet_drops << ", time_squeeze "
-	  << time_squeeze << ", veth drops " << veth_drops << "\n"
+	  << "  xsk drops " << xsk_drops << ", tx held " << tx_held << ", tx frames exhausted " << tx_no_frame
+	  << ", softnet drops " << softnet_drops
+	  << ", time_squeeze " << time_squeeze << ", veth drops " << veth_drops << "\n"
 	  << "  loop iterations " << loop_iters << ", sleeps " << sleeps << "\n";
 	return o.str();
 }
@@ -106,6 +109,9 @@ Engine::Engine(const Topology &t, const Dilation &d, const EngineOptions &o)
 
 Engine::~Engine()
 {
+	for (auto &p : qprobes_)
+		if (p.fd >= 0)
+			close(p.fd);
 	if (ring_) {
 		io_uring_queue_exit(static_cast<io_uring *>(ring_));
 		delete static_cast<io_uring *>(ring_);
@@ -251,7 +257,7 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		q->id = QpHandle(qps_.size());
 		q->host = host;
 		q->dst = dst;
-		q->rate_bps = o.rate_bps;
+		q->limit_bps = o.rate_bps;
 		cc::Setup cs = o.cc;
 		cs.line_rate_bps = hosts_[host]->link_bps;
 		if (cs.bdp_bytes == 0)
@@ -297,7 +303,11 @@ uint64_t Engine::post(QpHandle h, Message m)
 	return msn;
 }
 
-void Engine::set_rate(QpHandle h, uint64_t bps) { qps_[h]->rate_bps = bps; }
+void Engine::set_rate(QpHandle h, uint64_t bps)
+{
+	qps_[h]->limit_bps = bps;
+	apply_cc(*qps_[h], clock_.now_ns());
+}
 void Engine::set_window(QpHandle h, uint64_t bytes)
 {
 	qps_[h]->snd.set_window(bytes);
@@ -323,6 +333,51 @@ std::vector<std::string> Engine::host_names() const
 const SenderStats &Engine::sender_stats(QpHandle h) const { return qps_[h]->snd.stats(); }
 const ReceiverStats &Engine::receiver_stats(QpHandle h) const { return qps_[h]->rcv.stats(); }
 Endpoint Engine::endpoint(const std::string &host) const { return hosts_[host_by_name_.at(host)]->ep; }
+
+Status Engine::sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns)
+{
+	int id = topo_.find(sw);
+	if (id < 0 || topo_.nodes[size_t(id)].kind != NodeKind::Switch)
+		return make_error("queue sampling: no switch '" + sw + "' in topology " + topo_.name);
+	const Port *pp = nullptr;
+	for (int pi : topo_.ports_of(id))
+		if (topo_.ports[size_t(pi)].ifname == port)
+			pp = &topo_.ports[size_t(pi)];
+	if (!pp)
+		return make_error("queue sampling: switch " + sw + " has no port '" + port + "'");
+	if (interval_ns == 0)
+		return make_error("queue sampling: the interval must be positive");
+	std::string pin = std::string(kPinRoot) + "/" + topo_.name + "/" + sw + "/qn_qstate";
+	int fd = bpf_obj_get(pin.c_str());
+	if (fd < 0)
+		return sys_error(errno, "open " + pin);
+	qprobes_.push_back(QueueProbe{fd, uint32_t(pp->port_no)});
+	qseries_.push_back(QueueSeries{sw + "/" + port, {}});
+	qsample_ns_ = qsample_ns_ ? std::min(qsample_ns_, interval_ns) : interval_ns;
+	return ok_status();
+}
+
+Status Engine::sample_all_queues(uint64_t interval_ns)
+{
+	for (const Node &n : topo_.nodes)
+		if (n.kind == NodeKind::Switch)
+			for (int pi : topo_.ports_of(n.id))
+				QN_TRY(sample_queue(n.name, topo_.ports[size_t(pi)].ifname, interval_ns));
+	return ok_status();
+}
+
+void Engine::sample_queues(uint64_t now)
+{
+	for (size_t i = 0; i < qprobes_.size(); i++) {
+		qn_qstate q{};
+		uint32_t key = qprobes_[i].port_no;
+		if (bpf_map_lookup_elem(qprobes_[i].fd, &key, &q) != 0)
+			continue;
+		qseries_[i].samples.emplace_back(now, q.acct_bytes > 0 ? uint64_t(q.acct_bytes) : 0);
+	}
+	// A late sample is taken late, never doubled up.
+	next_qsample_ = std::max(next_qsample_ + qsample_ns_, now + qsample_ns_ / 2);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Data path
@@ -380,7 +435,8 @@ void Engine::apply_cc(Qp &q, uint64_t now)
 	q.out = o;
 	// A rate at or above the link is the link's (no limiter of its own).
 	const uint64_t link = hosts_[q.host]->link_bps;
-	q.rate_bps = o.rate_bps >= link ? 0 : o.rate_bps;
+	const uint64_t rate = q.limit_bps ? std::min(q.limit_bps, o.rate_bps) : o.rate_bps;
+	q.rate_bps = rate >= link ? 0 : rate;
 	if (o.window_bytes != q.snd.config().window_bytes) {
 		q.snd.set_window(o.window_bytes);
 		schedule(q, now);
@@ -762,7 +818,10 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 		}
 		for (auto &h : hosts_)
 			pump(*h, now);
-		uint64_t d = std::min({next_deadline(now), app_next, until_ns});
+		if (qsample_ns_ && now >= next_qsample_)
+			sample_queues(now);
+		uint64_t d = std::min({next_deadline(now), app_next, until_ns,
+				       qsample_ns_ ? next_qsample_ : UINT64_MAX});
 		uint64_t dw = clock_.to_wall(d);
 		uint64_t w2 = mono_wall_ns();
 		if (!opt_.busy_poll && dw > w2 + opt_.spin_wall_ns) {
@@ -800,6 +859,15 @@ Status Engine::health_begin()
 		for (int k = 0; k < 2; k++)
 			if (auto s = c->end[k].stats())
 				base_.xsk_drops += s->drops();
+	base_.tx_no_frame = 0;
+	for (const auto &h : hosts_)
+		base_.tx_no_frame += h->c.tx_no_frame;
+	base_.tx_held = 0;
+	for (const auto &h : hosts_)
+		base_.tx_held += h->port.tx_held();
+	for (const auto &c : cables_)
+		for (int k = 0; k < 2; k++)
+			base_.tx_held += c->end[k].tx_held();
 	late_ = Histogram();
 	stalls_ = stall_max_ = iters_ = sleeps_ = 0;
 	for (auto &h : hosts_)
@@ -845,6 +913,16 @@ Health Engine::health()
 			if (auto s = c->end[k].stats())
 				xsk += s->drops();
 	r.xsk_drops = xsk - std::min(xsk, base_.xsk_drops);
+	uint64_t held = 0;
+	for (const auto &h : hosts_)
+		held += h->port.tx_held();
+	for (const auto &c : cables_)
+		for (int k = 0; k < 2; k++)
+			held += c->end[k].tx_held();
+	r.tx_held = held - std::min(held, base_.tx_held);
+	for (const auto &h : hosts_)
+		r.tx_no_frame += h->c.tx_no_frame;
+	r.tx_no_frame -= std::min(r.tx_no_frame, base_.tx_no_frame);
 
 	auto fail = [&](std::string why) {
 		r.valid = false;
@@ -865,6 +943,12 @@ Health Engine::health()
 		     " us wall > " + std::to_string(stall_thr_wall_ / 1000) + " us)");
 	if (r.xsk_drops)
 		fail(std::to_string(r.xsk_drops) + " AF_XDP ring drops");
+	if (r.tx_no_frame)
+		fail("every AF_XDP TX frame was in flight downstream " + std::to_string(r.tx_no_frame) +
+		     " times (a hidden queue in the sender; raise frames_per_port)");
+	if (r.tx_held)
+		fail("the kernel held back AF_XDP TX frames after " + std::to_string(r.tx_held) +
+		     " kicks (a hidden queue in the sender)");
 	if (r.softnet_drops)
 		fail(std::to_string(r.softnet_drops) + " softnet backlog drops");
 	if (r.time_squeeze)

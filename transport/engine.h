@@ -44,7 +44,8 @@ struct EngineOptions {
 	double min_link_efficiency = 0.97;  // backlogged hosts must reach this x link rate
 	uint64_t spin_wall_ns = 200'000;    // spin (not sleep) when the next deadline is this close
 	uint64_t max_sleep_wall_ns = 100'000; // longest single sleep (longer ones wake very late)
-	uint32_t frames_per_port = 4096;
+	uint32_t frames_per_port = 8192;    // UMEM chunks per socket: half RX, half TX (a TX frame is
+					    // held until the switch has forwarded it)
 	bool busy_poll = false;             // never sleep: lowest latency, one core fully used
 	uint64_t tx_horizon_wall_ns = 1000; // frames may be handed to the kernel this early (wall),
 					    // so one kick carries several; fabric horizon = this / D
@@ -68,6 +69,13 @@ struct QpOptions {
 };
 
 using QpHandle = uint32_t;
+
+// Queue depth samples of one switch egress port (bytes in its queue: charged at enqueue,
+// released at dequeue by the switch programs), taken at a fixed fabric-time interval.
+struct QueueSeries {
+	std::string label;                  // "switch/ifname"
+	std::vector<std::pair<uint64_t, uint64_t>> samples; // (engine fabric ns, bytes)
+};
 
 // One point of a QP's rate trace: the controller's output when it changed, plus the bytes
 // acknowledged so far (goodput over any interval is a difference of two points).
@@ -114,6 +122,8 @@ struct Health {
 	uint64_t stalls = 0, stall_max_wall_ns = 0;
 	uint64_t stall_threshold_wall_ns = 0;
 	uint64_t xsk_drops = 0, softnet_drops = 0, time_squeeze = 0, veth_drops = 0;
+	uint64_t tx_held = 0;               // kicks after which the kernel held back TX frames
+	uint64_t tx_no_frame = 0;           // sends deferred because every TX frame was downstream
 	uint64_t loop_iters = 0, sleeps = 0;
 	std::string to_text() const;
 };
@@ -133,7 +143,7 @@ public:
 	QpHandle peer(QpHandle h) const;
 	// Queue a message. Return: its msn on that QP.
 	uint64_t post(QpHandle h, Message m);
-	// CC hooks: rate limit (0 = link rate) and window (0 = none) of a QP.
+	// A static rate limit (0 = none) under the controller's rate, and a window (0 = none) of a QP.
 	void set_rate(QpHandle h, uint64_t bps);
 	void set_window(QpHandle h, uint64_t bytes);
 
@@ -156,6 +166,17 @@ public:
 	const SenderStats &sender_stats(QpHandle h) const;
 	const ReceiverStats &receiver_stats(QpHandle h) const;
 	uint32_t qpn(QpHandle h) const;
+	// Sample the egress queue of `port` (an ifname) on switch `sw` every `interval_ns` of fabric
+	// time while the loop runs. Errors name the switch or port.
+	Status sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns);
+	// Every egress port of every switch.
+	Status sample_all_queues(uint64_t interval_ns);
+	const std::vector<QueueSeries> &queue_series() const { return qseries_; }
+	void clear_queue_series()
+	{
+		for (auto &q : qseries_)
+			q.samples.clear();
+	}
 	// The rate trace of a QP connected with QpOptions::trace (empty otherwise).
 	const std::vector<RatePoint> &trace(QpHandle h) const { return qps_[h]->trace_points; }
 	// The controller's parameters in effect for a QP, one line.
@@ -181,7 +202,8 @@ private:
 		Endpoint dst;
 		QpSender snd;
 		QpReceiver rcv;
-		uint64_t rate_bps = 0;
+		uint64_t rate_bps = 0;       // the limiter's rate: min(static limit, controller); 0 = link
+		uint64_t limit_bps = 0;      // static limit (QpOptions::rate_bps, set_rate); 0 = none
 		uint64_t next_ok_ns = 0;
 		bool scheduled = false;      // in its host's active list or wheel
 		std::unique_ptr<cc::Controller> ctl;      // this QP's sending side
@@ -255,6 +277,14 @@ private:
 	// Return: true when a frame is lost to error rate p.
 	bool lose(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 	uint64_t next_timer_scan_ = 0;
+	struct QueueProbe {
+		int fd = -1;
+		uint32_t port_no = 0;
+	};
+	std::vector<QueueProbe> qprobes_;
+	std::vector<QueueSeries> qseries_;
+	uint64_t qsample_ns_ = 0, next_qsample_ = 0;
+	void sample_queues(uint64_t now);
 	uint64_t min_rto_ns_ = 1'000'000;   // smallest RTO of any QP: bounds the timer scan period
 	void *ring_ = nullptr;              // io_uring (opaque here)
 	bool ring_ok_ = false;
@@ -264,7 +294,7 @@ private:
 	uint64_t stall_thr_wall_ = 0;
 	uint64_t expect_wall_ = 0;
 	struct Baseline {
-		uint64_t softnet_drops = 0, squeeze = 0, veth_drops = 0, xsk_drops = 0;
+		uint64_t softnet_drops = 0, squeeze = 0, veth_drops = 0, xsk_drops = 0, tx_held = 0, tx_no_frame = 0;
 	} base_;
 };
 

@@ -180,6 +180,7 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 	size_t done = 0, next = 0;
 	uint64_t last_start = flows.empty() ? 0 : flows[order.back()].start_ns;
 	QN_TRY(e.health_begin());
+	e.clear_queue_series();
 	const uint64_t t0 = e.now_ns();
 	rep.t0_ns = t0;
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <xdp/xsk.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -60,6 +61,7 @@ Status XskPort::open(const std::string &netns, const std::string &ifname, const 
 	if (a == MAP_FAILED)
 		return sys_error(errno, "mmap UMEM for " + ifname);
 	area_ = static_cast<uint8_t *>(a);
+	ring_size_ = ring;
 	xsk_socket_config sc{};
 	sc.rx_size = ring;
 	sc.tx_size = ring;
@@ -73,7 +75,10 @@ Status XskPort::open(const std::string &netns, const std::string &ifname, const 
 			return ns.status();
 		xsk_umem_config uc{};
 		uc.fill_size = ring;
-		uc.comp_size = ring;
+		// A TX frame's completion is reserved when the kernel takes it and posted when its skb
+		// is freed (after the switch forwarded it): the completion ring must hold every TX
+		// frame, or the kernel stops taking frames while the switch holds many.
+		uc.comp_size = std::max(ring, frames / 2);
 		uc.frame_size = kChunkBytes;
 		uc.frame_headroom = 0;
 		uc.flags = 0;
@@ -81,9 +86,11 @@ Status XskPort::open(const std::string &netns, const std::string &ifname, const 
 			umem_ = nullptr;
 			return sys_error(err, "create UMEM for " + ifname);
 		}
-		// Re-binding a queue right after a close returns EBUSY for ~10 ms: retry briefly.
+		// Re-binding a queue right after a close returns EBUSY for ~10 ms: retry.
 		int err = 0;
-		for (int i = 0; i < 50; i++) {
+		// (Longer after a run that left a deep switch queue: the old socket lives until the
+		// switch has released every frame it charged.)
+		for (int i = 0; i < 600; i++) {
 			err = xsk_socket__create(&xsk_, ifname.c_str(), 0, umem_, &r_->rx, &r_->tx, &sc);
 			if (err != -EBUSY)
 				break;
@@ -93,6 +100,15 @@ Status XskPort::open(const std::string &netns, const std::string &ifname, const 
 			xsk_ = nullptr;
 			return sys_error(err, "create AF_XDP socket on " + ifname + " in " + netns);
 		}
+	}
+	// Copy-mode TX builds an skb charged to this socket's send buffer until the switch's queue
+	// releases it: with the default buffer (~200 KB) a sender stops at ~100 KB queued
+	// downstream and its frames wait in the TX ring, a hidden queue (docs/transport.md). The
+	// buffer is made larger than any switch buffer so the switch's admission decides.
+	{
+		int sndbuf = kSndBufBytes;
+		if (setsockopt(fd(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) != 0)
+			return sys_error(errno, "SO_SNDBUFFORCE on the AF_XDP socket of " + ifname);
 	}
 	if (!xskmap_pin.empty()) {
 		int mfd = bpf_obj_get(xskmap_pin.c_str());
@@ -223,6 +239,11 @@ void XskPort::flush()
 		xsk_ring_cons__release(&r_->comp, done);
 		tx_outstanding_ -= done;
 	}
+	// Completions arrive when the kernel frees a frame's skb (after the switch forwarded it), so
+	// outstanding frames are normal. Frames the kernel has not taken off the TX ring after a
+	// kick are not: it refused them (send buffer, device busy) and they wait in the ring.
+	if (tx_outstanding_ > 0 && xsk_prod_nb_free(&r_->tx, ring_size_) < ring_size_)
+		tx_held_++;
 }
 
 Result<XskStats> XskPort::stats() const

@@ -19,6 +19,7 @@ struct xsk_socket;
 namespace qn::tp {
 
 inline constexpr uint32_t kChunkBytes = 4096;
+inline constexpr int kSndBufBytes = 256 << 20; // AF_XDP socket send buffer (see xsk.cc)
 
 struct XskStats {
 	uint64_t rx_dropped = 0;          // kernel: dropped for other reasons (e.g. too large)
@@ -68,6 +69,8 @@ public:
 
 	Result<XskStats> stats() const;
 	uint64_t kicks() const { return kicks_; }
+	// Kicks after which frames were still in the TX ring (the kernel refused them).
+	uint64_t tx_held() const { return tx_held_; }
 
 private:
 	struct Rings;
@@ -81,6 +84,8 @@ private:
 	uint32_t tx_outstanding_ = 0;    // pushed to the TX ring, not yet completed
 	uint32_t tx_unkicked_ = 0;
 	uint64_t kicks_ = 0;
+	uint64_t tx_held_ = 0;
+	uint32_t ring_size_ = 0;
 	std::string netns_, ifname_;
 };
 

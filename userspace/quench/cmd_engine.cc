@@ -47,6 +47,9 @@ struct GenArgs {
 	std::string out;
 	size_t trace_pairs = 0;
 	std::string trace_out;
+	std::string queues;                  // "all" or SW:PORT[,SW:PORT...]
+	uint64_t queue_interval_ns = 5'000;
+	std::string queue_out;
 	QpOptions qp;
 	EngineOptions eng;
 };
@@ -180,6 +183,14 @@ std::string parse_gen(int argc, char **argv, int first, GenArgs &g)
 			g.trace_pairs = size_t(n);
 		} else if (s == "--trace-out") {
 			g.trace_out = val();
+		} else if (s == "--queues") {
+			g.queues = val();
+		} else if (s == "--queue-interval") {
+			e = time_opt(g.queue_interval_ns);
+			if (e.empty() && g.queue_interval_ns == 0)
+				e = "--queue-interval must be positive";
+		} else if (s == "--queue-out") {
+			g.queue_out = val();
 		} else if (s == "--icrc") {
 			g.eng.icrc = true;
 		} else if (s == "--nic-delay") {
@@ -270,6 +281,18 @@ int cmd_gen(int argc, char **argv, int first)
 	for (const auto &s : g.senders)
 		if (!known(s))
 			return die("gen: --senders: no host '" + s + "' in topology " + g.topo);
+	if (g.queues == "all") {
+		if (auto st = e.sample_all_queues(g.queue_interval_ns); !st.ok())
+			return die("gen: --queues: " + st.error().to_string());
+	} else if (!g.queues.empty()) {
+		for (const auto &q : split(g.queues, ',')) {
+			auto colon = q.find(':');
+			if (colon == std::string::npos)
+				return die("gen: --queues: expected SWITCH:PORT, got '" + q + "'");
+			if (auto st = e.sample_queue(q.substr(0, colon), q.substr(colon + 1), g.queue_interval_ns); !st.ok())
+				return die("gen: --queues: " + st.error().to_string());
+		}
+	}
 	std::vector<FlowSpec> flows;
 	RunOptions ro;
 	ro.qp = g.qp;
@@ -335,6 +358,29 @@ int cmd_gen(int argc, char **argv, int first)
 		    static_cast<unsigned long long>(rep->timeouts), static_cast<unsigned long long>(rep->dup_pkts));
 	print_hosts(e);
 	std::fputs(rep->health.to_text().c_str(), stdout);
+	for (const auto &qs : e.queue_series()) {
+		std::vector<uint64_t> v;
+		double sum = 0;
+		for (const auto &[t, b] : qs.samples) {
+			v.push_back(b);
+			sum += double(b);
+		}
+		std::sort(v.begin(), v.end());
+		auto q = [&](double p) { return v.empty() ? 0 : v[std::min(v.size() - 1, size_t(p * double(v.size())))]; };
+		std::printf("queue %s: samples %zu every %s, mean %.0f B, p50 %llu B, p99 %llu B, max %llu B\n",
+			    qs.label.c_str(), v.size(), format_time(g.queue_interval_ns).c_str(),
+			    v.empty() ? 0.0 : sum / double(v.size()), static_cast<unsigned long long>(q(0.5)),
+			    static_cast<unsigned long long>(q(0.99)), static_cast<unsigned long long>(v.empty() ? 0 : v.back()));
+	}
+	if (!g.queue_out.empty()) {
+		std::ofstream o(g.queue_out);
+		if (!o)
+			return die("gen: cannot write " + g.queue_out);
+		o << "queue,t_ns,bytes\n";
+		for (const auto &qs : e.queue_series())
+			for (const auto &[t, b] : qs.samples)
+				o << qs.label << ',' << (t >= rep->t0_ns ? t - rep->t0_ns : 0) << ',' << b << '\n';
+	}
 	if (!g.trace_out.empty()) {
 		std::ofstream o(g.trace_out);
 		if (!o)

@@ -42,6 +42,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
       [--rto-high T] [--icrc] [--nic-delay T] [--switch-delay T] [--timeout T]
       [--seed S] [--out CSV] [--cc none|pfc|dcqcn|dcqcn+w] [--cc-params paper|mellanox]
       [--cc-set K=V]... [--no-np] [--trace N --trace-out CSV]
+      [--queues all|SW:PORT,.. [--queue-interval T] [--queue-out CSV]]
                                                     run a workload on the host engine (AF_XDP),
                                                     print FCTs, counters and the validity verdict
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)

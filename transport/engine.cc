@@ -441,7 +441,9 @@ void Engine::apply_cc(Qp &q, uint64_t now)
 		q.snd.set_window(o.window_bytes);
 		schedule(q, now);
 	}
-	if (q.trace && (changed || q.trace_points.empty()))
+	if (q.trace && (changed || q.trace_points.empty() ||
+			(q.acked_bytes != q.trace_points.back().acked_bytes &&
+			 now >= q.trace_points.back().t_ns + opt_.trace_interval_ns)))
 		q.trace_points.push_back(RatePoint{now, o.rate_bps, o.window_bytes, q.acked_bytes});
 }
 

@@ -47,6 +47,8 @@ struct EngineOptions {
 	uint32_t frames_per_port = 8192;    // UMEM chunks per socket: half RX, half TX (a TX frame is
 					    // held until the switch has forwarded it)
 	bool busy_poll = false;             // never sleep: lowest latency, one core fully used
+	uint64_t trace_interval_ns = 10'000; // traced QPs also get a point at least this often while
+					    // ACKs arrive (fabric), so goodput can be read from the trace
 	uint64_t tx_horizon_wall_ns = 1000; // frames may be handed to the kernel this early (wall),
 					    // so one kick carries several; fabric horizon = this / D
 	std::vector<std::string> only_hosts; // serve these hosts only (empty = every host)

@@ -306,6 +306,8 @@ int cmd_gen(int argc, char **argv, int first)
 	} else if (g.pattern == "long") {
 		for (uint64_t r = 0; r < g.count; r++) {
 			auto v = gen_long(g.senders, g.dst, g.size, flows.size());
+			for (size_t i = 0; i < v.size(); i++)
+				v[i].start_ns = (r * v.size() + i) * g.interval_ns; // sender i starts i intervals later
 			flows.insert(flows.end(), v.begin(), v.end());
 		}
 	} else if (g.pattern == "pingpong") {

@@ -4,7 +4,8 @@
 # the rate trace stays at line rate. An 8:1 incast of long flows keeps the bottleneck's p99 and
 # mean queue below the no-CC run, with CNPs seen; goodput after the first 5 ms is reported.
 # PFC only: the switch drops nothing and PAUSE frames are seen. Two flows on the dumbbell
-# converge to a fair share (Jain >= 0.95); the convergence time is reported.
+# converge to a fair share (Jain >= 0.95); the convergence time is reported. The same incast at D
+# and 2D gives the same fabric-time FCTs and queue p99 within 10%.
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 AWK="$(dirname "$0")/goodput.awk"
@@ -67,6 +68,25 @@ echo "PFC only: switch drops $((after - before)), PAUSE frames received by hosts
 grep -q "flows done 8/8, content errors 0" <<<"$out" || fail "PFC only: $out"
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 
+# 3b. dilation is real: the same DCQCN incast at D and 2D gives the same fabric-time FCTs and
+#     queue p99 within 10%.
+declare -A fct50 fct99 qp99
+for d in $D $((2 * D)); do
+	"$QUENCH" topo up "$topo" --param N=9 --dilation "$d" >/dev/null
+	"$QUENCH" switch set "$TOPO_NAME/tor" pfc=on >/dev/null
+	out=$(gen --pattern long --senders 8 --size 1MB --dst h1 --cc dcqcn $q --out "$WORK/d$d.csv") ||
+		fail "DCQCN incast at D=$d: $out"
+	fct50[$d]=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+	fct99[$d]=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | tail -1)
+	qp99[$d]=$(qstat "$out" p99)
+	echo "D=$d: FCT p50 ${fct50[$d]} ns, max ${fct99[$d]} ns, queue p99 ${qp99[$d]} B, $(grep -E '^validity' <<<"$out")"
+	"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+done
+within() { awk -v a="$1" -v b="$2" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; exit !(d <= 0.10)}'; }
+within "${fct50[$((2 * D))]}" "${fct50[$D]}" || fail "FCT p50 differs by more than 10% between D=$D and D=$((2 * D))"
+within "${fct99[$((2 * D))]}" "${fct99[$D]}" || fail "FCT max differs by more than 10% between D=$D and D=$((2 * D))"
+within "${qp99[$((2 * D))]}" "${qp99[$D]}" || fail "queue p99 differs by more than 10% between D=$D and D=$((2 * D))"
+
 # 4. fairness: two long flows through the dumbbell's bottleneck, the second 5 ms later.
 dumb=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/dumbbell.topo")")
 "$QUENCH" topo up "$dumb" --dilation 100 >/dev/null
@@ -83,4 +103,4 @@ conv=$(awk '{j[NR] = $2; t[NR] = $1} END {for (i = 1; i + 2 <= NR; i++) if (j[i]
 jain=$(awk -v c="$conv" '$1 >= c {s += $2; n++} END {printf "%.4f", s/n}' "$WORK/fair.txt")
 echo "fairness: Jain $jain over 1 ms windows from $(((conv - 5000000) / 1000)) us after the second flow started (convergence time, fabric) to ${first_done} ns; $(grep -E '^validity' <<<"$out")"
 awk -v j="$jain" 'BEGIN {exit !(j >= 0.95)}' || fail "Jain index $jain < 0.95"
-pass "NP-off control, incast queues below no-CC, PFC lossless, fair share (Jain $jain, converged $(((conv - 5000000) / 1000)) us after the second flow started)"
+pass "NP-off control, incast queues below no-CC, PFC lossless, D vs 2D within 10%, fair share (Jain $jain, converged $(((conv - 5000000) / 1000)) us after the second flow started)"

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "bringup.h"
+#include "cc.h"
+#include "swcfg.h"
+#include "switch_loader.h"
 #include "engine.h"
 #include "traffic.h"
 #include "units.h"
@@ -50,6 +53,7 @@ struct GenArgs {
 	std::string queues;                  // "all" or SW:PORT[,SW:PORT...]
 	uint64_t queue_interval_ns = 5'000;
 	std::string queue_out;
+	bool keep_switch = false;            // do not set the switches' PFC for the scheme
 	QpOptions qp;
 	EngineOptions eng;
 };
@@ -178,6 +182,8 @@ std::string parse_gen(int argc, char **argv, int first, GenArgs &g)
 			g.qp.cc.overrides[kv.substr(0, eq)] = kv.substr(eq + 1);
 		} else if (s == "--no-np") {
 			g.qp.cc.np = false;
+		} else if (s == "--keep-switch-pfc") {
+			g.keep_switch = true;
 		} else if (s == "--trace") {
 			e = num_opt(n, 1, 1000);
 			g.trace_pairs = size_t(n);
@@ -281,6 +287,34 @@ int cmd_gen(int argc, char **argv, int first)
 	for (const auto &s : g.senders)
 		if (!known(s))
 			return die("gen: --senders: no host '" + s + "' in topology " + g.topo);
+	// The scheme decides whether the fabric is lossless: PFC on every switch for pfc, dcqcn and
+	// dcqcn+w, off for none (unless --keep-switch-pfc).
+	{
+		const auto names = cc::schemes();
+		if (std::find(names.begin(), names.end(), g.qp.cc.scheme) == names.end()) {
+			std::string all;
+			for (const auto &n : names)
+				all += (all.empty() ? "" : ", ") + n;
+			return die("gen: --cc: unknown scheme '" + g.qp.cc.scheme + "' (schemes: " + all + ")");
+		}
+	}
+	if (!g.keep_switch) {
+		auto t = load_running(g.topo);
+		if (!t)
+			return die("gen: " + t.error().to_string());
+		const bool pfc = cc::wants_pfc(g.qp.cc.scheme);
+		for (const Node &n : t->nodes) {
+			if (n.kind != NodeKind::Switch)
+				continue;
+			const std::string dir = switch_pin_dir(*t, n.id);
+			auto c = read_swcfg(dir);
+			if (!c)
+				return die("gen: " + c.error().to_string());
+			c->pfc = pfc ? 1 : 0;
+			if (auto st = write_swcfg(dir, *c); !st.ok())
+				return die("gen: " + n.name + ": " + st.error().to_string());
+		}
+	}
 	if (g.queues == "all") {
 		if (auto st = e.sample_all_queues(g.queue_interval_ns); !st.ok())
 			return die("gen: --queues: " + st.error().to_string());
@@ -334,7 +368,8 @@ int cmd_gen(int argc, char **argv, int first)
 	auto rep = run_flows(e, flows, ro);
 	if (!rep)
 		return die("gen: " + rep.error().to_string());
-	std::printf("cc %s\n", rep->cc_describe.c_str());
+	std::printf("cc %s; switch PFC %s\n", rep->cc_describe.c_str(),
+		    g.keep_switch ? "as set" : (cc::wants_pfc(g.qp.cc.scheme) ? "on" : "off"));
 	std::vector<uint64_t> fct;
 	size_t done = 0, bad = 0;
 	uint64_t bytes = 0;

@@ -1,84 +1,70 @@
 #!/usr/bin/env bash
-# `make run`: the main job until the experiment harness (issue 7) exists. Brings up the
-# dumbbell with a 1 Gbit/s bottleneck, pushes two raw floods through it plus stamped CNP and
-# data probes, and prints what a user of the switch wants to see: the bottleneck's achieved
-# rate, the standing queue, control vs data one-way delay through it, and the per-port switch
-# table. Everything goes into results/<time>-dumbbell/ as well.
+# `make run`: the default job until the experiment harness (issue 7) exists. An 8:1 incast of
+# long flows on the star (10 Gbit/s links, D=200) through the host engine, run once per
+# congestion-control scheme that exists (`quench schemes`), side by side on the same flow list:
+# FCTs, goodput, the bottleneck queue (sampled every 5 us of fabric time), CNPs, PAUSE frames,
+# switch drops, retransmissions and each run's validity verdict. Everything goes into
+# results/<time>-incast/ (summary.md, and per scheme the gen output, flows, queue samples and
+# rate traces).
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 QUENCH="$BUILD/quench"
-TRAFFIC="$BUILD/qn_traffic"
 [ "$(id -u)" -eq 0 ] || { echo "make run: needs root (namespaces, tc, BPF)" >&2; exit 1; }
-[ -x "$QUENCH" ] && [ -x "$TRAFFIC" ] || { echo "make run: build first (make)" >&2; exit 1; }
+[ -x "$QUENCH" ] || { echo "make run: build first (make)" >&2; exit 1; }
 
 NAME=qnrun
-RATE_GBPS=1
-SECONDS_RUN=5
-OUT="$ROOT/results/$(date +%Y%m%d-%H%M%S)-dumbbell"
+D=200
+SENDERS=8
+SIZE=1MB
+OUT="$ROOT/results/$(date +%Y%m%d-%H%M%S)-incast"
 mkdir -p "$OUT"
-WORK=$(mktemp -d /tmp/quench-run.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	"$QUENCH" topo down "$ROOT/netns/dumbbell.topo" --name $NAME >/dev/null 2>&1 || true
-	rm -rf "$WORK"
-}
+cleanup() { "$QUENCH" topo down --name $NAME >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-echo "== quench: dumbbell, ${RATE_GBPS} Gbit/s bottleneck, ${SECONDS_RUN} s of raw traffic"
-"$QUENCH" topo up "$ROOT/netns/dumbbell.topo" --no-cables --name $NAME --param BOTTLENECK=${RATE_GBPS}Gbps
+echo "== quench: ${SENDERS}:1 incast of ${SIZE} long flows, star of 10 Gbit/s links, dilation ${D}"
+"$QUENCH" topo up "$ROOT/netns/star.topo" --name $NAME --param N=$((SENDERS + 1)) --dilation $D
 "$QUENCH" topo show >"$OUT/topology.txt"
 
-ip_of() { awk -v n="$1" '$1=="host" && $2==n {print $6}' "$OUT/topology.txt" | head -1; }
-port_mac() { awk -v p="$1" '$1==p {print $5}' "$OUT/topology.txt" | head -1; }
-ns() { echo "qn-$NAME-$1"; }
-H1=$(ip_of h1); H2=$(ip_of h2); H3=$(ip_of h3); H4=$(ip_of h4)
-M1=$(port_mac s1-p1); M2=$(port_mac s1-p2)
+# exact drop counts from the per-port reason lines ("  tor-p1: buffer=1621436")
+drops() { "$QUENCH" switch stats "$NAME/tor" | awk '/^  tor-p[0-9]+:/ {for (i = 2; i <= NF; i++) {split($i, kv, "="); s += kv[2]}} END {print s+0}'; }
+field() { awk -v k="$2" '$1=="host" {for (i=1;i<=NF;i++) if ($i==k) s+=$(i+1)} END {print s+0}' "$1"; }
 
-"$TRAFFIC" send --netns "$(ns h1)" --dev h1-eth0 --dst-mac "$M1" --src-ip "$H1" --dst-ip "$H3" \
-	--seconds $((SECONDS_RUN + 1)) --size 2000 --flows 8 >"$WORK/flood1" 2>&1 &
-PIDS+=($!)
-"$TRAFFIC" send --netns "$(ns h2)" --dev h2-eth0 --dst-mac "$M2" --src-ip "$H2" --dst-ip "$H4" \
-	--seconds $((SECONDS_RUN + 1)) --size 2000 --flows 8 >"$WORK/flood2" 2>&1 &
-PIDS+=($!)
-sleep 1
-"$TRAFFIC" recv --netns "$(ns h4)" --dev h4-eth0 --seconds $((SECONDS_RUN - 1)) >"$OUT/delays.txt" 2>&1 &
-rx=$!
-"$TRAFFIC" send --netns "$(ns h2)" --dev h2-eth0 --dst-mac "$M2" --src-ip "$H2" --dst-ip "$H4" \
-	--seconds $((SECONDS_RUN - 2)) --size 100 --rate 1e6 --opcode 0x81 --tos $((48 << 2)) --stamp >/dev/null &
-PIDS+=($!)
-"$TRAFFIC" send --netns "$(ns h2)" --dev h2-eth0 --dst-mac "$M2" --src-ip "$H2" --dst-ip "$H4" \
-	--seconds $((SECONDS_RUN - 2)) --size 100 --rate 1e6 --stamp --seq-base 1000000000 >/dev/null &
-PIDS+=($!)
-"$TRAFFIC" rate --netns "$(ns s1)" --dev s1-p3 --seconds $((SECONDS_RUN - 2)) >"$OUT/rate.txt"
-backlog=$(tc -n "$(ns s1)" -s qdisc show dev s1-p3 | awk '/^qdisc bfifo 20:/ {f=1} f && /backlog/ {print $2; exit}')
-wait "$rx" || true
-wait
-PIDS=()
-
-"$QUENCH" switch stats "$NAME/s1" >"$OUT/switch-s1.txt"
-"$QUENCH" switch stats "$NAME/s2" >"$OUT/switch-s2.txt"
-tc -n "$(ns s1)" -s class show dev s1-p3 >"$OUT/htb-s1-p3.txt"
-
-val() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p" | head -1; }
-cls() { grep "class=$2" "$1" | tr ' ' '\n' | sed -n "s/^$3=//p" | head -1; }
-wire=$(val "$OUT/rate.txt" wire_bps)
+table="$OUT/summary.md"
 {
-	echo "quench make run: dumbbell (netns/dumbbell.topo), bottleneck s1-p3 at ${RATE_GBPS} Gbit/s"
-	echo "kernel $(uname -r), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%FT%TZ)"
+	echo "# ${SENDERS}:1 incast, ${SIZE} per sender, star (10 Gbit/s), D=${D}"
 	echo
-	printf '%-44s %s\n' "metric" "value"
-	printf '%-44s %s\n' "bottleneck configured" "${RATE_GBPS}.000 Gbit/s"
-	printf '%-44s %s\n' "bottleneck achieved (wire bits)" "$(awk -v w="$wire" 'BEGIN{printf "%.3f Gbit/s (%.2f%%)", w/1e9, 100*w/('$RATE_GBPS'e9)}')"
-	printf '%-44s %s\n' "validity (achieved within 3%, DESIGN.md §5)" "$(awk -v w="$wire" 'BEGIN{d = w/('$RATE_GBPS'e9) - 1; if (d < 0) d = -d; print (d <= 0.03 ? "valid" : "INVALID: the CPU, not the shaper, set the rate")}')"
-	printf '%-44s %s\n' "data-class backlog at s1-p3 (sample)" "$backlog"
-	printf '%-44s %s\n' "data probes: one-way delay p50 / p99" "$(cls "$OUT/delays.txt" data delay_us_p50) / $(cls "$OUT/delays.txt" data delay_us_p99) us"
-	printf '%-44s %s\n' "CNPs (control class): delay p50 / p99" "$(cls "$OUT/delays.txt" control delay_us_p50) / $(cls "$OUT/delays.txt" control delay_us_p99) us"
-	printf '%-44s %s\n' "probes verified intact" "$(val "$OUT/delays.txt" valid) (corrupt $(val "$OUT/delays.txt" corrupt), dup $(val "$OUT/delays.txt" dup))"
+	echo "| scheme | FCT p50 | FCT max | goodput | queue mean | queue p99 | queue max | CNPs | PAUSE | drops | retx | validity |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+} >"$table"
+for scheme in $("$QUENCH" schemes); do
+	dir="$OUT/$scheme"
+	mkdir -p "$dir"
+	before=$(drops)
+	echo "-- $scheme"
+	"$QUENCH" gen $NAME --pattern long --senders $SENDERS --size $SIZE --dst h1 --cc "$scheme" \
+		--queues tor:tor-p1 --queue-interval 5us --queue-out "$dir/queue.csv" \
+		--trace $SENDERS --trace-out "$dir/rates.csv" --out "$dir/flows.csv" >"$dir/gen.txt" || true
+	after=$(drops)
+	g="$dir/gen.txt"
+	grep -E '^(flows done|cc |validity|  reason)' "$g" | sed 's/^/   /'
+	fct=$(sed -n 's/^fct p50 \(.*\)  p99 .*  max \(.*\) (fabric)/\1|\2/p' "$g")
+	gp=$(sed -n 's/^goodput \([0-9.]*\) Gbit.*/\1 Gbit\/s/p' "$g")
+	retx=$(sed -n 's/.*retransmitted \([0-9]*\),.*/\1/p' "$g")
+	q=$(sed -n 's/^queue tor\/tor-p1: .* mean \([0-9]*\) B, p50 [0-9]* B, p99 \([0-9]*\) B, max \([0-9]*\) B/\1|\2|\3/p' "$g")
+	v=$(sed -n 's/^validity: //p' "$g")
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$scheme" "${fct%%|*}" "${fct##*|}" "$gp" \
+		"$(awk -F'|' '{printf "%.0f KB|%.0f KB|%.0f KB", $1/1000, $2/1000, $3/1000}' <<<"$q")" \
+		"$(field "$g" cnp_rx)" "$(field "$g" pfc_rx)" "$((after - before))" "$retx" "$v" >>"$table"
+done
+{
 	echo
-	cat "$OUT/switch-s1.txt" "$OUT/switch-s2.txt"
-} | tee "$OUT/summary.txt"
+	echo "FCT: message post to last ACK; times in fabric time (wall / D). Queue: the bottleneck port"
+	echo "tor-p1, sampled every 5 us. CNPs received by senders, PAUSE frames received by hosts,"
+	echo "switch drops by any reason. A run marked INVALID is not a result (DESIGN.md §5): see the"
+	echo "reasons in <scheme>/gen.txt. Schemes: docs/cc.md; the engine: docs/transport.md."
+} >>"$table"
+echo
+cat "$table"
 echo
 echo "results: $OUT"

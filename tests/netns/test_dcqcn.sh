@@ -56,8 +56,7 @@ echo "DCQCN incast goodput from 5 ms to the first completion ($first_done ns): $
 # 3. PFC only: lossless, PAUSE frames seen.
 "$QUENCH" switch set "$TOPO_NAME/tor" pfc=on >/dev/null
 # exact drop counts: the per-port reason lines ("  tor-p1: buffer=1621436")
-drops() { "$QUENCH" switch stats "$TOPO_NAME/tor" | grep -E '^  tor-p[0-9]+:' | grep -oE '=[0-9]+' | tr -d = |
-	awk '{s += $1} END {print s+0}'; }
+drops() { "$QUENCH" switch stats "$TOPO_NAME/tor" | awk '/^  tor-p[0-9]+:/ {for (i = 2; i <= NF; i++) {split($i, kv, "="); s += kv[2]}} END {print s+0}'; }
 before=$(drops)
 out=$(gen --pattern long --senders 8 --size 1MB --dst h1 --cc pfc) || fail "PFC only: $out"
 after=$(drops)

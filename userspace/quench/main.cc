@@ -10,6 +10,7 @@
 
 #include "bench.h"
 #include "bench_transport.h"
+#include "cc.h"
 #include "cmd_engine.h"
 #include "bringup.h"
 #include "exec.h"
@@ -46,6 +47,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     run a workload on the host engine (AF_XDP),
                                                     print FCTs, counters and the validity verdict
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
+  schemes                                           the congestion-control schemes that exist
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N]
                                                     quench's switch vs a bare redirect, side by side
   bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
@@ -338,6 +340,11 @@ int main(int argc, char **argv)
 		return cmd_gen(argc, argv, 2);
 	if (argc >= 2 && std::strcmp(argv[1], "engine") == 0)
 		return cmd_engine(argc, argv, 2);
+	if (argc == 2 && std::strcmp(argv[1], "schemes") == 0) {
+		for (const auto &s : qn::tp::cc::schemes())
+			std::printf("%s\n", s.c_str());
+		return 0;
+	}
 	Args a;
 	std::string err = parse_args(argc, argv, a);
 	if (!err.empty()) {

@@ -793,6 +793,14 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 		iters_++;
 		if (now >= until_ns || (done && done()))
 			break;
+		// A topology taken down under a running engine leaves it with dead sockets: stop.
+		if (wall >= next_alive_check_) {
+			next_alive_check_ = wall + 100'000'000;
+			if (access((std::string(kStateDir) + "/" + topo_.name + ".topo").c_str(), F_OK) != 0) {
+				topology_gone_ = true;
+				break;
+			}
+		}
 		for (auto &h : hosts_)
 			rx_host(*h, now);
 		for (auto &c : cables_)

@@ -155,6 +155,8 @@ public:
 	void run(const std::function<bool()> &done, uint64_t until_ns,
 		 const std::function<uint64_t(uint64_t)> &tick = {});
 	uint64_t now_ns() const { return clock_.now_ns(); }
+	// Return: true when run() stopped because the topology was taken down.
+	bool topology_gone() const { return topology_gone_; }
 	const DilatedClock &clock() const { return clock_; }
 
 	std::function<void(QpHandle, const Completion &)> on_complete;
@@ -279,6 +281,8 @@ private:
 	// Return: true when a frame is lost to error rate p.
 	bool lose(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 	uint64_t next_timer_scan_ = 0;
+	uint64_t next_alive_check_ = 0;     // wall ns
+	bool topology_gone_ = false;
 	struct QueueProbe {
 		int fd = -1;
 		uint32_t port_no = 0;

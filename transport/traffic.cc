@@ -223,6 +223,8 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 		return next < order.size() ? t0 + flows[order[next]].start_ns : UINT64_MAX;
 	};
 	e.run([&] { return done == flows.size(); }, t0 + last_start + o.timeout_ns, tick);
+	if (e.topology_gone())
+		return make_error("the topology was taken down during the run");
 	rep.elapsed_ns = e.now_ns() - t0;
 	rep.health = e.health();
 	for (auto &[k, h] : qp) {

@@ -458,6 +458,8 @@ int cmd_engine(int argc, char **argv, int first)
 	std::fflush(stdout);
 	uint64_t until = g.timeout_ns ? e.now_ns() + g.timeout_ns : UINT64_MAX; // --timeout: serve this long
 	e.run([] { return g_engine_stop != 0; }, until);
+	if (e.topology_gone())
+		return die("engine: topology " + g.topo + " was taken down");
 	print_hosts(e);
 	std::fputs(e.health().to_text().c_str(), stdout);
 	return 0;

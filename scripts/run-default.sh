@@ -4,8 +4,8 @@
 # congestion-control scheme that exists (`quench schemes`), side by side on the same flow list:
 # FCTs, goodput, the bottleneck queue (sampled every 5 us of fabric time), CNPs, PAUSE frames,
 # switch drops, retransmissions and each run's validity verdict. Everything goes into
-# results/<time>-incast/ (summary.md, and per scheme the gen output, flows, queue samples and
-# rate traces).
+# results/<time>-incast/ (summary.md, and per scheme the gen output, flows, fct.txt in the ns-3
+# RDMA simulator's format, queue samples and rate traces).
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,8 +34,8 @@ table="$OUT/summary.md"
 {
 	echo "# ${SENDERS}:1 incast, ${SIZE} per sender, star (10 Gbit/s), D=${D}"
 	echo
-	echo "| scheme | FCT p50 | FCT max | goodput | queue mean | queue p99 | queue max | CNPs | PAUSE | drops | retx | validity |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| scheme | FCT p50 | FCT max | slowdown p50 | slowdown max | goodput | queue mean | queue p99 | queue max | CNPs | PAUSE | drops | retx | validity |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$table"
 for scheme in $("$QUENCH" schemes); do
 	dir="$OUT/$scheme"
@@ -44,22 +44,26 @@ for scheme in $("$QUENCH" schemes); do
 	echo "-- $scheme"
 	"$QUENCH" gen $NAME --pattern long --senders $SENDERS --size $SIZE --dst h1 --cc "$scheme" \
 		--queues tor:tor-p1 --queue-interval 5us --queue-out "$dir/queue.csv" \
-		--trace $SENDERS --trace-out "$dir/rates.csv" --out "$dir/flows.csv" >"$dir/gen.txt" || true
+		--trace $SENDERS --trace-out "$dir/rates.csv" --out "$dir/flows.csv" --fct-out "$dir/fct.txt" \
+		>"$dir/gen.txt" || true
 	after=$(drops)
 	g="$dir/gen.txt"
 	grep -E '^(flows done|cc |validity|  reason)' "$g" | sed 's/^/   /'
 	fct=$(sed -n 's/^fct p50 \(.*\)  p99 .*  max \(.*\) (fabric)/\1|\2/p' "$g")
 	gp=$(sed -n 's/^goodput \([0-9.]*\) Gbit.*/\1 Gbit\/s/p' "$g")
+	sd=$(sed -n 's/^slowdown p50 \([0-9.]*\)  p99 [0-9.]*  max \([0-9.]*\) .*/\1|\2/p' "$g")
 	retx=$(sed -n 's/.*retransmitted \([0-9]*\),.*/\1/p' "$g")
 	q=$(sed -n 's/^queue tor\/tor-p1: .* mean \([0-9]*\) B, p50 [0-9]* B, p99 \([0-9]*\) B, max \([0-9]*\) B/\1|\2|\3/p' "$g")
 	v=$(sed -n 's/^validity: //p' "$g")
-	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$scheme" "${fct%%|*}" "${fct##*|}" "$gp" \
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$scheme" "${fct%%|*}" "${fct##*|}" \
+		"${sd%%|*}" "${sd##*|}" "$gp" \
 		"$(awk -F'|' '{printf "%.0f KB|%.0f KB|%.0f KB", $1/1000, $2/1000, $3/1000}' <<<"$q")" \
 		"$(field "$g" cnp_rx)" "$(field "$g" pfc_rx)" "$((after - before))" "$retx" "$v" >>"$table"
 done
 {
 	echo
-	echo "FCT: message post to last ACK; times in fabric time (wall / D). Queue: the bottleneck port"
+	echo "FCT: message post to last ACK; times in fabric time (wall / D); slowdown = FCT / standalone"
+	echo "FCT (base RTT + wire bytes / bottleneck), floored at 1. Queue: the bottleneck port"
 	echo "tor-p1, sampled every 5 us. CNPs received by senders, PAUSE frames received by hosts,"
 	echo "switch drops by any reason. A run marked INVALID is not a result (DESIGN.md §5): see the"
 	echo "reasons in <scheme>/gen.txt. Schemes: docs/cc.md; the engine: docs/transport.md."

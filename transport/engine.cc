@@ -191,42 +191,67 @@ Status Engine::open_ports()
 	return ok_status();
 }
 
-uint64_t Engine::derive_base_rtt() const
+Engine::PathInfo Engine::path_from(int src_node, int dst_node) const
 {
 	// common.md §4: base RTT = 2 x the propagation delays of the path + one full data frame's
-	// serialization per hop. Paths are shortest in hops (as the switches route); the smallest
-	// RTT over served host pairs is the base the thresholds scale with.
+	// serialization per hop; the bottleneck is the slowest link. Paths are shortest in hops (as
+	// the switches route); among equal ones the smallest RTT.
 	const size_t n = topo_.nodes.size();
-	uint64_t best = UINT64_MAX;
-	for (const auto &src : hosts_) {
-		std::vector<int> hops(n, -1);
-		std::vector<uint64_t> cost(n, 0);
-		std::deque<int> bfs{src->node};
-		hops[size_t(src->node)] = 0;
-		while (!bfs.empty()) {
-			int u = bfs.front();
-			bfs.pop_front();
-			if (u != src->node && topo_.nodes[size_t(u)].kind == NodeKind::Host)
-				continue; // hosts do not forward
-			for (int pi : topo_.ports_of(u)) {
-				const Port &p = topo_.ports[size_t(pi)];
-				const Link &l = topo_.links[size_t(p.link)];
-				int v = p.peer_node;
-				uint64_t c = cost[size_t(u)] + 2 * l.delay_ns +
-					     serialization_ns(wire_bytes(l.mtu + QN_ETH_HLEN), l.rate_bps);
-				if (hops[size_t(v)] < 0) {
-					hops[size_t(v)] = hops[size_t(u)] + 1;
-					cost[size_t(v)] = c;
-					bfs.push_back(v);
-				} else if (hops[size_t(v)] == hops[size_t(u)] + 1) {
-					cost[size_t(v)] = std::min(cost[size_t(v)], c);
-				}
+	std::vector<int> hops(n, -1);
+	std::vector<uint64_t> cost(n, 0), bottleneck(n, UINT64_MAX);
+	std::deque<int> bfs{src_node};
+	hops[size_t(src_node)] = 0;
+	while (!bfs.empty()) {
+		int u = bfs.front();
+		bfs.pop_front();
+		if (u != src_node && topo_.nodes[size_t(u)].kind == NodeKind::Host)
+			continue; // hosts do not forward
+		for (int pi : topo_.ports_of(u)) {
+			const Port &p = topo_.ports[size_t(pi)];
+			const Link &l = topo_.links[size_t(p.link)];
+			int v = p.peer_node;
+			uint64_t c = cost[size_t(u)] + 2 * l.delay_ns +
+				     serialization_ns(wire_bytes(l.mtu + QN_ETH_HLEN), l.rate_bps);
+			uint64_t bn = std::min(bottleneck[size_t(u)], l.rate_bps);
+			if (hops[size_t(v)] < 0) {
+				hops[size_t(v)] = hops[size_t(u)] + 1;
+				cost[size_t(v)] = c;
+				bottleneck[size_t(v)] = bn;
+				bfs.push_back(v);
+			} else if (hops[size_t(v)] == hops[size_t(u)] + 1 && c < cost[size_t(v)]) {
+				cost[size_t(v)] = c;
+				bottleneck[size_t(v)] = bn;
 			}
 		}
-		for (const auto &dst : hosts_)
-			if (dst != src && hops[size_t(dst->node)] > 0)
-				best = std::min(best, cost[size_t(dst->node)]);
 	}
+	PathInfo r;
+	if (hops[size_t(dst_node)] > 0) {
+		r.ok = true;
+		r.base_rtt_ns = cost[size_t(dst_node)];
+		r.bottleneck_bps = bottleneck[size_t(dst_node)];
+	}
+	return r;
+}
+
+Engine::PathInfo Engine::path(const std::string &a, const std::string &b) const
+{
+	auto ia = host_by_name_.find(a), ib = host_by_name_.find(b);
+	if (ia == host_by_name_.end() || ib == host_by_name_.end())
+		return PathInfo{};
+	return path_from(hosts_[ia->second]->node, hosts_[ib->second]->node);
+}
+
+uint64_t Engine::derive_base_rtt() const
+{
+	// The smallest base RTT over served host pairs is the base the thresholds scale with.
+	uint64_t best = UINT64_MAX;
+	for (const auto &src : hosts_)
+		for (const auto &dst : hosts_)
+			if (dst != src) {
+				PathInfo p = path_from(src->node, dst->node);
+				if (p.ok)
+					best = std::min(best, p.base_rtt_ns);
+			}
 	return best == UINT64_MAX ? 10'000 : std::max<uint64_t>(best, 1000);
 }
 

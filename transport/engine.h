@@ -170,6 +170,14 @@ public:
 	const SenderStats &sender_stats(QpHandle h) const;
 	const ReceiverStats &receiver_stats(QpHandle h) const;
 	uint32_t qpn(QpHandle h) const;
+	// The path between two served hosts: base RTT (common.md §4) and bottleneck rate (fabric).
+	struct PathInfo {
+		bool ok = false;
+		uint64_t base_rtt_ns = 0;
+		uint64_t bottleneck_bps = 0;
+	};
+	PathInfo path(const std::string &a, const std::string &b) const;
+	bool icrc() const { return opt_.icrc; }
 	// Sample the egress queue of `port` (an ifname) on switch `sw` every `interval_ns` of fabric
 	// time while the loop runs. Errors name the switch or port.
 	Status sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns);
@@ -266,6 +274,7 @@ private:
 	uint64_t next_deadline(uint64_t now);
 	void sleep_until_wall(uint64_t wall_deadline);
 	uint64_t derive_base_rtt() const;
+	PathInfo path_from(int src_node, int dst_node) const;
 
 	Topology topo_;
 	Dilation dil_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <random>
@@ -137,6 +138,16 @@ std::vector<FlowSpec> gen_poisson(const std::vector<std::string> &hosts, double 
 	return v;
 }
 
+std::string ns3_fct_line(const FlowResult &f)
+{
+	char b[160];
+	std::snprintf(b, sizeof(b), "%08x %08x %u %u %lu %lu %lu %lu", f.sip, f.dip, unsigned(f.sport),
+		      unsigned(f.spec.dport), static_cast<unsigned long>(f.spec.size),
+		      static_cast<unsigned long>(f.post_ns), static_cast<unsigned long>(f.fct_ns),
+		      static_cast<unsigned long>(f.standalone_ns));
+	return b;
+}
+
 uint64_t flow_list_hash(const std::vector<FlowSpec> &flows)
 {
 	uint64_t h = kFnvInit;
@@ -169,6 +180,20 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 				rep.traced.emplace_back(flows[i].src + "->" + flows[i].dst, *h);
 			if (rep.cc_describe.empty())
 				rep.cc_describe = e.cc_describe(*h);
+		}
+		// Addresses, source port and the standalone FCT of the flow's path (common.md §4):
+		// every packet's wire bytes (payload + headers + 24 B of FCS, preamble and gap).
+		FlowResult &r = rep.flows[i];
+		QpHandle h = qp[key];
+		r.sip = e.endpoint(flows[i].src).ip;
+		r.dip = e.endpoint(flows[i].dst).ip;
+		r.sport = qpn_to_sport(e.qpn(h));
+		auto path = e.path(flows[i].src, flows[i].dst);
+		if (path.ok) {
+			const uint64_t mtu = payload_mtu(QN_DEFAULT_MTU);
+			const uint64_t pkts = std::max<uint64_t>(1, (flows[i].size + mtu - 1) / mtu);
+			const uint64_t per_pkt = kDataHdrBytes + QN_WIRE_OVERHEAD + (e.icrc() ? QN_ICRC_LEN : 0);
+			r.standalone_ns = path.base_rtt_ns + serialization_ns(flows[i].size + pkts * per_pkt, path.bottleneck_bps);
 		}
 	}
 	std::stable_sort(order.begin(), order.end(),

@@ -6,6 +6,7 @@
 // Units: fabric ns, bytes, bit/s. Start times are relative to the start of the run.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,7 +56,19 @@ struct FlowResult {
 	uint64_t post_ns = 0;       // when it was posted (fabric, since run start)
 	uint64_t fct_ns = 0;
 	bool content_ok = false;    // the receiver saw exactly `size` bytes of the expected content
+	uint32_t sip = 0, dip = 0;  // host order
+	uint16_t sport = 0;         // the sending QP's UDP source port
+	uint64_t standalone_ns = 0; // common.md §4: base RTT + wire bytes / bottleneck rate
+	// Return: FCT / standalone FCT, floored at 1 (common.md §4).
+	double slowdown() const
+	{
+		return standalone_ns ? std::max(1.0, double(fct_ns) / double(standalone_ns)) : 0.0;
+	}
 };
+
+// Return: the ns-3 RDMA simulator's fct.txt line for a completed flow (DESIGN.md §6):
+// "%08x %08x %u %u %lu %lu %lu %lu" = sip dip sport dport size start_ns fct_ns standalone_ns.
+std::string ns3_fct_line(const FlowResult &f);
 
 struct RunOptions {
 	QpOptions qp;

@@ -94,3 +94,22 @@ TEST_CASE("gen_poisson__offered_load_matches", "[traffic]")
 	INFO("offered load " << load);
 	CHECK(std::fabs(load - 0.5) < 0.05);
 }
+
+TEST_CASE("ns3_fct_line__matches_the_simulator_format", "[traffic]")
+{
+	// Expect: "%08x %08x %u %u %lu %lu %lu %lu" (sip dip sport dport size start fct standalone).
+	FlowResult f;
+	f.sip = 0x0B000201;
+	f.dip = 0x0B000101;
+	f.sport = 49408;
+	f.spec.dport = 200;
+	f.spec.size = 100000;
+	f.post_ns = 10;
+	f.fct_ns = 210489;
+	f.standalone_ns = 90458;
+	CHECK(ns3_fct_line(f) == "0b000201 0b000101 49408 200 100000 10 210489 90458");
+	CHECK(f.slowdown() == Approx(210489.0 / 90458.0));
+	// Slowdown is floored at 1 (common.md §4).
+	f.fct_ns = 80000;
+	CHECK(f.slowdown() == 1.0);
+}

@@ -53,6 +53,7 @@ struct GenArgs {
 	std::string queues;                  // "all" or SW:PORT[,SW:PORT...]
 	uint64_t queue_interval_ns = 5'000;
 	std::string queue_out;
+	std::string fct_out;
 	bool keep_switch = false;            // do not set the switches' PFC for the scheme
 	QpOptions qp;
 	EngineOptions eng;
@@ -197,6 +198,8 @@ std::string parse_gen(int argc, char **argv, int first, GenArgs &g)
 				e = "--queue-interval must be positive";
 		} else if (s == "--queue-out") {
 			g.queue_out = val();
+		} else if (s == "--fct-out") {
+			g.fct_out = val();
 		} else if (s == "--icrc") {
 			g.eng.icrc = true;
 		} else if (s == "--nic-delay") {
@@ -388,6 +391,16 @@ int cmd_gen(int argc, char **argv, int first)
 		    static_cast<unsigned long long>(rep->corrupt_msgs));
 	std::printf("fct p50 %s  p99 %s  max %s (fabric)\n", fmt_ns(pct(0.5)).c_str(), fmt_ns(pct(0.99)).c_str(),
 		    fmt_ns(fct.empty() ? 0 : fct.back()).c_str());
+	{
+		std::vector<double> sd;
+		for (const auto &f : rep->flows)
+			if (f.done && f.standalone_ns)
+				sd.push_back(f.slowdown());
+		std::sort(sd.begin(), sd.end());
+		auto sp = [&](double p) { return sd.empty() ? 0.0 : sd[std::min(sd.size() - 1, size_t(p * double(sd.size())))]; };
+		std::printf("slowdown p50 %.2f  p99 %.2f  max %.2f (FCT / standalone FCT, common.md §4)\n", sp(0.5), sp(0.99),
+			    sd.empty() ? 0.0 : sd.back());
+	}
 	double secs = double(rep->elapsed_ns) / 1e9;
 	std::printf("goodput %.3f Gbit/s over %s (fabric), packets %llu, retransmitted %llu, timeouts %llu, duplicates %llu\n",
 		    secs > 0 ? double(bytes) * 8 / secs / 1e9 : 0.0, fmt_ns(rep->elapsed_ns).c_str(),
@@ -418,6 +431,14 @@ int cmd_gen(int argc, char **argv, int first)
 			for (const auto &[t, b] : qs.samples)
 				o << qs.label << ',' << (t >= rep->t0_ns ? t - rep->t0_ns : 0) << ',' << b << '\n';
 	}
+	if (!g.fct_out.empty()) {
+		std::ofstream o(g.fct_out);
+		if (!o)
+			return die("gen: cannot write " + g.fct_out);
+		for (const auto &f : rep->flows)
+			if (f.done)
+				o << ns3_fct_line(f) << '\n';
+	}
 	if (!g.trace_out.empty()) {
 		std::ofstream o(g.trace_out);
 		if (!o)
@@ -432,11 +453,11 @@ int cmd_gen(int argc, char **argv, int first)
 		std::ofstream o(g.out);
 		if (!o)
 			return die("gen: cannot write " + g.out);
-		o << "id,src,dst,size,start_ns,post_ns,fct_ns,done,content_ok\n";
+		o << "id,src,dst,size,start_ns,post_ns,fct_ns,done,content_ok,standalone_ns,slowdown\n";
 		for (const auto &f : rep->flows)
 			o << f.spec.id << ',' << f.spec.src << ',' << f.spec.dst << ',' << f.spec.size << ',' << f.spec.start_ns
 			  << ',' << f.post_ns << ',' << f.fct_ns << ',' << (f.done ? 1 : 0) << ',' << (f.content_ok ? 1 : 0)
-			  << '\n';
+			  << ',' << f.standalone_ns << ',' << f.slowdown() << '\n';
 	}
 	return done == flows.size() && bad == 0 && rep->corrupt_msgs == 0 ? 0 : 3;
 }

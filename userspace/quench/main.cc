@@ -41,7 +41,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
       [--load F --cdf FILE --duration T]
       [--mode gbn|sr] [--ack-every N] [--window-bytes B] [--qp-rate R] [--rto-low T]
       [--rto-high T] [--icrc] [--nic-delay T] [--switch-delay T] [--timeout T]
-      [--seed S] [--out CSV] [--cc none|pfc|dcqcn|dcqcn+w] [--cc-params paper|mellanox]
+      [--seed S] [--out CSV] [--fct-out FILE] [--cc none|pfc|dcqcn|dcqcn+w] [--cc-params paper|mellanox]
       [--cc-set K=V]... [--no-np] [--keep-switch-pfc] [--trace N --trace-out CSV]
       [--queues all|SW:PORT,.. [--queue-interval T] [--queue-out CSV]]
                                                     run a workload on the host engine (AF_XDP),

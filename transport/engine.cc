@@ -512,6 +512,13 @@ void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 				h.c.pfc_xoff++;
 			}
 			settle_pause(h, i, now);
+			// The host's controllers see the pause (PCN and others react to it).
+			for (auto &qp : qps_) {
+				if (hosts_[qp->host].get() != &h)
+					continue;
+				qp->ctl->on_pfc(cc::PfcEvent{now, i, q == 0 ? 0 : h.paused_until[i]});
+				apply_cc(*qp, now);
+			}
 		}
 		return;
 	}

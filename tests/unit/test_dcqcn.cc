@@ -297,3 +297,38 @@ TEST_CASE("cc_make__schemes_and_errors", "[dcqcn]")
 	CHECK(r->controller->output().rate_bps == uint64_t(kLine));
 	CHECK(r->np == nullptr);
 }
+
+TEST_CASE("controller__forwards_every_event_to_its_parts", "[dcqcn]")
+{
+	// A recording algorithm: the controller must pass ACK, CNP, tx, PFC, postcard and timer
+	// events through unchanged, and read rate and window from it.
+	struct Rec final : Algorithm {
+		std::vector<std::string> *log;
+		explicit Rec(std::vector<std::string> *l) : log(l) {}
+		std::string name() const override { return "rec"; }
+		void start(uint64_t, uint64_t r) override { log->push_back("start " + std::to_string(r)); }
+		void on_ack(const AckSample &e) override { log->push_back("ack " + std::to_string(e.acked_bytes)); }
+		void on_cnp(const CnpEvent &e) override { log->push_back("cnp " + std::to_string(e.now_ns)); }
+		void on_tx(uint64_t, uint64_t b) override { log->push_back("tx " + std::to_string(b)); }
+		void on_pfc(const PfcEvent &e) override { log->push_back("pfc " + std::to_string(e.prio)); }
+		void on_postcard(const SignalEvent &) override { log->push_back("postcard"); }
+		void on_timer(uint64_t t) override { log->push_back("timer " + std::to_string(t)); }
+		uint64_t rate_bps() const override { return 123; }
+		uint64_t window_bytes() const override { return 456; }
+	};
+	std::vector<std::string> log;
+	Controller c(std::make_unique<Rec>(&log), std::make_unique<LineRateStart>(), std::make_unique<NoFlowControl>(),
+		     1000);
+	c.start(0);
+	c.on_ack(AckSample{1, 2000, 0, false, std::nullopt, false});
+	c.on_cnp(CnpEvent{3, {}});
+	c.on_tx(4, 64);
+	c.on_pfc(PfcEvent{5, 3, 99});
+	c.on_postcard(SignalEvent{6, {}});
+	c.on_timer(7);
+	CHECK(log == std::vector<std::string>{"start 1000", "ack 2000", "cnp 3", "tx 64", "pfc 3", "postcard", "timer 7"});
+	CHECK(c.output().rate_bps == 123);
+	CHECK(c.output().window_bytes == 456);
+	CHECK(c.output().pause_until_ns == 0);
+	CHECK(c.name() == "rec/line-rate/none");
+}

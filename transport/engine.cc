@@ -417,8 +417,9 @@ void Engine::schedule(Qp &q, uint64_t now)
 	hosts_[q.host]->sched.add(&q, q.next_ok_ns, now);
 }
 
-void Engine::queue_ack(Host &h, Qp &q, const AckOut &a)
+TxHeader Engine::control_header(Host &h, const Qp &q)
 {
+	// ACKs and CNPs go from QP q to its peer QP, in the control class (DSCP 48, priority 6).
 	TxHeader t;
 	t.src = h.ep;
 	t.dst = Endpoint{h.gw, q.dst.ip};
@@ -426,6 +427,12 @@ void Engine::queue_ack(Host &h, Qp &q, const AckOut &a)
 	t.sport = qpn_to_sport(q.snd.config().qpn);
 	t.ip_id = h.ip_id++;
 	t.dest_qp = q.snd.config().peer_qpn;
+	return t;
+}
+
+void Engine::queue_ack(Host &h, Qp &q, const AckOut &a)
+{
+	TxHeader t = control_header(h, q);
 	t.psn = a.psn;
 	t.syndrome = a.nak ? QN_AETH_NAK_SEQ : QN_AETH_ACK;
 	t.msn = a.msn;
@@ -439,14 +446,8 @@ void Engine::queue_ack(Host &h, Qp &q, const AckOut &a)
 
 void Engine::queue_cnp(Host &h, Qp &q)
 {
-	// To the data sender's QP (its QPN is this QP's peer), CNP class (DSCP 48, priority 6).
-	TxHeader t;
-	t.src = h.ep;
-	t.dst = Endpoint{h.gw, q.dst.ip};
-	t.dscp = QN_DSCP_CONTROL;
-	t.sport = qpn_to_sport(q.snd.config().qpn);
-	t.ip_id = h.ip_id++;
-	t.dest_qp = q.snd.config().peer_qpn;
+	// To the data sender's QP (its QPN is this QP's peer).
+	TxHeader t = control_header(h, q);
 	CtrlFrame f;
 	f.len = uint16_t(encode_cnp(t, opt_.icrc, f.b.data(), f.b.size()));
 	h.ctrl.push_back(f);
@@ -880,36 +881,37 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 // ---------------------------------------------------------------------------------------------
 // Health
 
-Status Engine::health_begin()
+Result<Engine::Totals> Engine::totals()
 {
 	auto sn = read_softnet();
 	if (!sn)
 		return sn.error();
-	base_.softnet_drops = sn->first;
-	base_.squeeze = sn->second;
-	base_.veth_drops = 0;
+	Totals t;
+	t.softnet_drops = sn->first;
+	t.squeeze = sn->second;
 	for (const auto &h : hosts_) {
-		auto c = if_counters(h->netns, h->ifname);
-		if (c)
-			base_.veth_drops += c->rx_dropped + c->tx_dropped;
+		if (auto c = if_counters(h->netns, h->ifname))
+			t.veth_drops += c->rx_dropped + c->tx_dropped;
+		if (auto x = h->port.stats())
+			t.xsk_drops += x->drops();
+		t.tx_held += h->port.tx_held();
+		t.tx_no_frame += h->c.tx_no_frame;
 	}
-	base_.xsk_drops = 0;
-	for (const auto &h : hosts_)
-		if (auto s = h->port.stats())
-			base_.xsk_drops += s->drops();
 	for (const auto &c : cables_)
-		for (int k = 0; k < 2; k++)
-			if (auto s = c->end[k].stats())
-				base_.xsk_drops += s->drops();
-	base_.tx_no_frame = 0;
-	for (const auto &h : hosts_)
-		base_.tx_no_frame += h->c.tx_no_frame;
-	base_.tx_held = 0;
-	for (const auto &h : hosts_)
-		base_.tx_held += h->port.tx_held();
-	for (const auto &c : cables_)
-		for (int k = 0; k < 2; k++)
-			base_.tx_held += c->end[k].tx_held();
+		for (int k = 0; k < 2; k++) {
+			if (auto x = c->end[k].stats())
+				t.xsk_drops += x->drops();
+			t.tx_held += c->end[k].tx_held();
+		}
+	return t;
+}
+
+Status Engine::health_begin()
+{
+	auto t = totals();
+	if (!t)
+		return t.error();
+	base_ = *t;
 	late_ = Histogram();
 	stalls_ = stall_max_ = iters_ = sleeps_ = 0;
 	for (auto &h : hosts_)
@@ -937,35 +939,15 @@ Health Engine::health()
 	r.stall_threshold_wall_ns = stall_thr_wall_;
 	r.loop_iters = iters_;
 	r.sleeps = sleeps_;
-	if (auto sn = read_softnet()) {
-		r.softnet_drops = sn->first - base_.softnet_drops;
-		r.time_squeeze = sn->second - base_.squeeze;
+	if (auto t = totals()) {
+		auto delta = [](uint64_t now, uint64_t base) { return now - std::min(now, base); };
+		r.softnet_drops = delta(t->softnet_drops, base_.softnet_drops);
+		r.time_squeeze = delta(t->squeeze, base_.squeeze);
+		r.veth_drops = delta(t->veth_drops, base_.veth_drops);
+		r.xsk_drops = delta(t->xsk_drops, base_.xsk_drops);
+		r.tx_held = delta(t->tx_held, base_.tx_held);
+		r.tx_no_frame = delta(t->tx_no_frame, base_.tx_no_frame);
 	}
-	uint64_t veth = 0;
-	for (const auto &h : hosts_)
-		if (auto c = if_counters(h->netns, h->ifname))
-			veth += c->rx_dropped + c->tx_dropped;
-	r.veth_drops = veth - std::min(veth, base_.veth_drops);
-	uint64_t xsk = 0;
-	for (const auto &h : hosts_)
-		if (auto s = h->port.stats())
-			xsk += s->drops();
-	for (const auto &c : cables_)
-		for (int k = 0; k < 2; k++)
-			if (auto s = c->end[k].stats())
-				xsk += s->drops();
-	r.xsk_drops = xsk - std::min(xsk, base_.xsk_drops);
-	uint64_t held = 0;
-	for (const auto &h : hosts_)
-		held += h->port.tx_held();
-	for (const auto &c : cables_)
-		for (int k = 0; k < 2; k++)
-			held += c->end[k].tx_held();
-	r.tx_held = held - std::min(held, base_.tx_held);
-	for (const auto &h : hosts_)
-		r.tx_no_frame += h->c.tx_no_frame;
-	r.tx_no_frame -= std::min(r.tx_no_frame, base_.tx_no_frame);
-
 	auto fail = [&](std::string why) {
 		r.valid = false;
 		r.reasons.push_back(std::move(why));

@@ -267,6 +267,7 @@ private:
 	void schedule(Qp &q, uint64_t now);
 	bool paused(const Host &h, int prio, uint64_t now) const;
 	void settle_pause(Host &h, int prio, uint64_t now);
+	TxHeader control_header(Host &h, const Qp &q);
 	void queue_ack(Host &h, Qp &q, const AckOut &a);
 	void queue_cnp(Host &h, Qp &q);
 	// Read the controller's output into the QP's rate limiter and window (and its trace).
@@ -308,9 +309,12 @@ private:
 	uint64_t stalls_ = 0, stall_max_ = 0, iters_ = 0, sleeps_ = 0;
 	uint64_t stall_thr_wall_ = 0;
 	uint64_t expect_wall_ = 0;
-	struct Baseline {
+	// Kernel and socket counters summed over hosts and cables; health() reports the change
+	// since health_begin().
+	struct Totals {
 		uint64_t softnet_drops = 0, squeeze = 0, veth_drops = 0, xsk_drops = 0, tx_held = 0, tx_no_frame = 0;
 	} base_;
+	Result<Totals> totals();
 };
 
 // Softnet totals over CPUs from /proc/net/softnet_stat: dropped and time_squeeze.

@@ -199,11 +199,10 @@ void QpSender::arm(uint64_t now_ns)
 	rto_at_ = now_ns + (pkts <= cfg_.rto_low_pkts ? cfg_.rto_low_ns : cfg_.rto_high_ns);
 }
 
-void QpSender::start_retransmit(uint64_t from, uint64_t to, uint64_t now_ns)
+void QpSender::start_retransmit(uint64_t from, uint64_t to)
 {
 	rtx_next_ = std::max(from, una_);
 	rtx_end_ = std::min(to, nxt_);
-	(void)now_ns;
 }
 
 void QpSender::advance_una(uint64_t cum, uint64_t now_ns, AckEvent &ev)
@@ -267,14 +266,14 @@ AckEvent QpSender::on_ack(const Packet &a, uint64_t now_ns)
 			// is young is the echo of packets already in flight.
 			bool repeat = una_ == last_nak_seq_ && now_ns - last_nak_ns_ < cfg_.rto_low_ns;
 			if (!repeat) {
-				start_retransmit(una_, nxt_, now_ns);
+				start_retransmit(una_, nxt_);
 				last_nak_seq_ = una_;
 				last_nak_ns_ = now_ns;
 			}
 		} else if (!recovery_) {
 			recovery_ = true;
 			recovery_seq_ = nxt_;
-			start_retransmit(una_, high_sacked_, now_ns);
+			start_retransmit(una_, high_sacked_);
 		} else {
 			rtx_end_ = std::max(rtx_end_, std::min(high_sacked_, nxt_));
 		}
@@ -297,7 +296,7 @@ bool QpSender::on_timer(uint64_t now_ns)
 		recovery_ = true;
 		recovery_seq_ = nxt_;
 	}
-	start_retransmit(una_, nxt_, now_ns);
+	start_retransmit(una_, nxt_);
 	last_nak_seq_ = una_;
 	last_nak_ns_ = now_ns;
 	arm(now_ns);

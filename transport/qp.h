@@ -143,7 +143,7 @@ private:
 	// Return: the 64-bit seq nearest `ref` whose PSN is `psn`, or -1 when it would be negative.
 	int64_t unwrap(uint64_t ref, uint32_t psn) const;
 	void arm(uint64_t now_ns);
-	void start_retransmit(uint64_t from, uint64_t to, uint64_t now_ns);
+	void start_retransmit(uint64_t from, uint64_t to);
 	void advance_una(uint64_t cum, uint64_t now_ns, AckEvent &ev);
 	TxSeg to_tx(const Seg &s, bool ack_req) const;
 

@@ -151,6 +151,16 @@ std::string dcqcn_describe(const DcqcnParams &p)
 	return b;
 }
 
+// DCQCN+W's window for the current rate (§3.5): none, W, or W x Rc / line rate.
+uint64_t dcqcn_window(const DcqcnParams &p, double rc, double line)
+{
+	if (!p.window)
+		return 0;
+	if (!p.var_window)
+		return p.window_bytes;
+	return std::max<uint64_t>(1, uint64_t(double(p.window_bytes) * rc / line));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Paper reaction point
 
@@ -230,14 +240,6 @@ void DcqcnPaper::on_timer(uint64_t now)
 
 uint64_t DcqcnPaper::next_timer() const { return std::min(rate_timer_, alpha_timer_); }
 
-uint64_t DcqcnPaper::window_bytes() const
-{
-	if (!p_.window)
-		return 0;
-	if (!p_.var_window)
-		return p_.window_bytes;
-	return std::max<uint64_t>(1, uint64_t(double(p_.window_bytes) * rc_ / line_));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Mellanox reaction point
@@ -303,14 +305,6 @@ void DcqcnMellanox::on_timer(uint64_t now)
 
 uint64_t DcqcnMellanox::next_timer() const { return std::min({alpha_timer_, decrease_timer_, rate_timer_}); }
 
-uint64_t DcqcnMellanox::window_bytes() const
-{
-	if (!p_.window)
-		return 0;
-	if (!p_.var_window)
-		return p_.window_bytes;
-	return std::max<uint64_t>(1, uint64_t(double(p_.window_bytes) * rc_ / line_));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Notification point

@@ -41,6 +41,8 @@ Result<DcqcnParams> dcqcn_params(const std::string &set);
 // Apply one override ("g=0.0039", "t=55us", "b=10MB", "f=5", "rai=40Mbps", ...).
 Status dcqcn_override(DcqcnParams &p, const std::string &key, const std::string &value);
 std::string dcqcn_describe(const DcqcnParams &p);
+// Return: DCQCN+W's window at rate rc (0 when the window is off).
+uint64_t dcqcn_window(const DcqcnParams &p, double rc, double line);
 
 // The reaction point, paper form (§3.3 RP0-RP4, F steps per §6-11, alpha order per §6-1).
 class DcqcnPaper final : public Algorithm {
@@ -53,7 +55,7 @@ public:
 	void on_timer(uint64_t now_ns) override;
 	uint64_t next_timer() const override;
 	uint64_t rate_bps() const override { return uint64_t(rc_); }
-	uint64_t window_bytes() const override;
+	uint64_t window_bytes() const override { return dcqcn_window(p_, rc_, line_); }
 
 	// State, for tests and traces.
 	double rc() const { return rc_; }
@@ -87,7 +89,7 @@ public:
 	void on_timer(uint64_t now_ns) override;
 	uint64_t next_timer() const override;
 	uint64_t rate_bps() const override { return uint64_t(rc_); }
-	uint64_t window_bytes() const override;
+	uint64_t window_bytes() const override { return dcqcn_window(p_, rc_, line_); }
 	double rc() const { return rc_; }
 	double rt() const { return rt_; }
 	double alpha() const { return alpha_; }

@@ -57,6 +57,19 @@ Result<std::string> read_file(const std::string &path)
 
 std::string bits(uint64_t bps) { return std::to_string(bps) + "bit"; }
 
+// Pin qn_steer's XSKMAP and counters under `dir` (replacing old pins), where the engine opens
+// them; used for host steering and for cable ends.
+Status pin_steer_maps(qn_steer *skel, const std::string &dir)
+{
+	for (bpf_map *m : {skel->maps.qn_xsks, skel->maps.qn_steer_stats}) {
+		std::string path = dir + "/" + bpf_map__name(m);
+		unlink(path.c_str());
+		if (int err = bpf_map__pin(m, path.c_str()); err)
+			return sys_error(err, "pin " + path);
+	}
+	return ok_status();
+}
+
 std::vector<int> cable_links(const Topology &t)
 {
 	std::vector<int> v;
@@ -95,15 +108,7 @@ Status attach_cable_xdp(const Topology &t, const CableSpec &c)
 		mkdir((std::string(kPinRoot) + "/" + t.name).c_str(), 0700);
 		mkdir((std::string(kPinRoot) + "/" + t.name + "/cables").c_str(), 0700);
 		mkdir(dir.c_str(), 0700);
-		Status st = ok_status();
-		for (bpf_map *m : {skel->maps.qn_xsks, skel->maps.qn_steer_stats}) {
-			std::string path = dir + "/" + bpf_map__name(m);
-			unlink(path.c_str());
-			if (int err = bpf_map__pin(m, path.c_str()); err) {
-				st = sys_error(err, "pin " + path);
-				break;
-			}
-		}
+		Status st = pin_steer_maps(skel, dir);
 		if (st.ok()) {
 			NetnsScope ns(c.netns);
 			if (!ns.ok()) {
@@ -129,17 +134,9 @@ Status attach_steering(const Topology &t, int host)
 	if (!skel)
 		return sys_error(errno, "load qn_steer");
 	std::string dir = std::string(kPinRoot) + "/" + t.name + "/" + t.nodes[size_t(host)].name;
-	Status st = ok_status();
 	mkdir((std::string(kPinRoot) + "/" + t.name).c_str(), 0700);
 	mkdir(dir.c_str(), 0700);
-	for (bpf_map *m : {skel->maps.qn_xsks, skel->maps.qn_steer_stats}) {
-		std::string path = dir + "/" + bpf_map__name(m);
-		unlink(path.c_str());
-		if (int err = bpf_map__pin(m, path.c_str()); err) {
-			st = sys_error(err, "pin " + path);
-			break;
-		}
-	}
+	Status st = pin_steer_maps(skel, dir);
 	if (st.ok()) {
 		std::string path = dir + "/prog_steer";
 		unlink(path.c_str());

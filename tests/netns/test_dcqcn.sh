@@ -68,17 +68,25 @@ grep -q "flows done 8/8, content errors 0" <<<"$out" || fail "PFC only: $out"
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 
 # 3b. dilation is real: the same DCQCN incast at D and 2D gives the same fabric-time FCTs and
-#     queue p99 within 10%.
+#     queue p99 within 10%. Only valid runs are results (DESIGN.md §5): each D is tried up to
+#     four times for a VALID run (hypervisor stalls invalidate some here).
 declare -A fct50 fct99 qp99
 for d in $D $((2 * D)); do
 	"$QUENCH" topo up "$topo" --param N=9 --dilation "$d" >/dev/null
-	"$QUENCH" switch set "$TOPO_NAME/tor" pfc=on >/dev/null
-	out=$(gen --pattern long --senders 8 --size 1MB --dst h1 --cc dcqcn $q --out "$WORK/d$d.csv") ||
-		fail "DCQCN incast at D=$d: $out"
-	fct50[$d]=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
-	fct99[$d]=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | tail -1)
-	qp99[$d]=$(qstat "$out" p99)
-	echo "D=$d: FCT p50 ${fct50[$d]} ns, max ${fct99[$d]} ns, queue p99 ${qp99[$d]} B, $(grep -E '^validity' <<<"$out")"
+	valid=""
+	for attempt in 1 2 3 4; do
+		out=$(gen --pattern long --senders 8 --size 1MB --dst h1 --cc dcqcn $q --out "$WORK/d$d.csv") ||
+			fail "DCQCN incast at D=$d: $out"
+		fct50[$d]=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+		fct99[$d]=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | tail -1)
+		qp99[$d]=$(qstat "$out" p99)
+		echo "D=$d attempt $attempt: FCT p50 ${fct50[$d]} ns, max ${fct99[$d]} ns, queue p99 ${qp99[$d]} B, $(grep -E '^validity' <<<"$out")"
+		if grep -q "^validity: VALID" <<<"$out"; then
+			valid=1
+			break
+		fi
+	done
+	[ -n "$valid" ] || fail "no valid DCQCN incast run at D=$d in four attempts (see the reasons above)"
 	"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 done
 within() { awk -v a="$1" -v b="$2" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; exit !(d <= 0.10)}'; }

@@ -199,6 +199,7 @@ Engine::PathInfo Engine::path_from(int src_node, int dst_node) const
 	const size_t n = topo_.nodes.size();
 	std::vector<int> hops(n, -1);
 	std::vector<uint64_t> cost(n, 0), bottleneck(n, UINT64_MAX);
+	std::vector<uint32_t> mtu(n, UINT32_MAX);
 	std::deque<int> bfs{src_node};
 	hops[size_t(src_node)] = 0;
 	while (!bfs.empty()) {
@@ -213,14 +214,17 @@ Engine::PathInfo Engine::path_from(int src_node, int dst_node) const
 			uint64_t c = cost[size_t(u)] + 2 * l.delay_ns +
 				     serialization_ns(wire_bytes(l.mtu + QN_ETH_HLEN), l.rate_bps);
 			uint64_t bn = std::min(bottleneck[size_t(u)], l.rate_bps);
+			uint32_t m = std::min(mtu[size_t(u)], l.mtu);
 			if (hops[size_t(v)] < 0) {
 				hops[size_t(v)] = hops[size_t(u)] + 1;
 				cost[size_t(v)] = c;
 				bottleneck[size_t(v)] = bn;
+				mtu[size_t(v)] = m;
 				bfs.push_back(v);
 			} else if (hops[size_t(v)] == hops[size_t(u)] + 1 && c < cost[size_t(v)]) {
 				cost[size_t(v)] = c;
 				bottleneck[size_t(v)] = bn;
+				mtu[size_t(v)] = m;
 			}
 		}
 	}
@@ -229,6 +233,7 @@ Engine::PathInfo Engine::path_from(int src_node, int dst_node) const
 		r.ok = true;
 		r.base_rtt_ns = cost[size_t(dst_node)];
 		r.bottleneck_bps = bottleneck[size_t(dst_node)];
+		r.mtu = mtu[size_t(dst_node)];
 	}
 	return r;
 }
@@ -267,7 +272,15 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		return make_error("connect: host '" + b + "' is not served by this engine");
 	if (a == b)
 		return make_error("connect: a QP needs two different hosts (" + a + ")");
-	const size_t payload = payload_mtu(QN_DEFAULT_MTU) - (opt_.icrc ? 0 : 0);
+	// Segments fit the smallest MTU of the path (the hosts' veths carry their link's MTU).
+	const PathInfo pi = path(a, b);
+	if (!pi.ok)
+		return make_error("connect: no path from " + a + " to " + b);
+	if (pi.mtu + QN_ETH_HLEN > kChunkBytes)
+		return make_error("connect: the path MTU " + std::to_string(pi.mtu) + " from " + a + " to " + b +
+				  " does not fit the engine's " + std::to_string(kChunkBytes) + "-byte frames (MTU <= " +
+				  std::to_string(kChunkBytes - QN_ETH_HLEN) + ")");
+	const size_t payload = payload_mtu(pi.mtu);
 	auto make = [&](size_t host, uint32_t qpn, uint32_t peer_qpn, const Endpoint &dst) -> Result<QpHandle> {
 		QpConfig c;
 		c.qpn = qpn;
@@ -283,6 +296,7 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		q->host = host;
 		q->dst = dst;
 		q->limit_bps = o.rate_bps;
+		q->mtu = pi.mtu;
 		cc::Setup cs = o.cc;
 		cs.line_rate_bps = hosts_[host]->link_bps;
 		if (cs.bdp_bytes == 0)
@@ -400,6 +414,10 @@ void Engine::sample_queues(uint64_t now)
 			continue;
 		qseries_[i].samples.emplace_back(now, q.acct_bytes > 0 ? uint64_t(q.acct_bytes) : 0);
 	}
+	uint64_t rx = 0;
+	for (const auto &h : hosts_)
+		rx += h->c.rx_data_bytes;
+	rx_series_.emplace_back(now, rx);
 	// A late sample is taken late, never doubled up.
 	next_qsample_ = std::max(next_qsample_ + qsample_ns_, now + qsample_ns_ / 2);
 }
@@ -532,6 +550,7 @@ void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 	}
 	switch (p.kind) {
 	case Kind::Data: {
+		h.c.rx_data_bytes += len;
 		auto a = q->rcv.on_data(p, now);
 		if (a)
 			queue_ack(h, *q, *a);
@@ -717,7 +736,7 @@ void Engine::pump(Host &h, uint64_t now)
 			q->scheduled = false;
 			q->next_ok_ns = TxScheduler<Qp *>::next_ok(std::min(q->next_ok_ns, now), now, wire_bytes(len),
 								   q->rate_bps, h.link_bps,
-								   wire_bytes(QN_DEFAULT_MTU + QN_ETH_HLEN));
+								   wire_bytes(q->mtu + QN_ETH_HLEN));
 			schedule(*q, now);
 		}
 		uint64_t wb = wire_bytes(len);

@@ -90,6 +90,7 @@ struct RatePoint {
 
 struct HostCounters {
 	uint64_t tx_frames = 0, tx_bytes = 0, rx_frames = 0, rx_bytes = 0;
+	uint64_t rx_data_bytes = 0;         // bytes of data frames received for a connected QP
 	uint64_t tx_data = 0, tx_ctrl = 0, tx_ring_full = 0, tx_no_frame = 0;
 	uint64_t pfc_rx = 0, pfc_xoff = 0, pfc_xon = 0;
 	uint64_t paused_ns[8] = {};         // fabric time each priority was paused
@@ -175,6 +176,7 @@ public:
 		bool ok = false;
 		uint64_t base_rtt_ns = 0;
 		uint64_t bottleneck_bps = 0;
+		uint32_t mtu = 0; // the smallest IP MTU along the path (segments must fit every link)
 	};
 	PathInfo path(const std::string &a, const std::string &b) const;
 	bool icrc() const { return opt_.icrc; }
@@ -184,10 +186,14 @@ public:
 	// Every egress port of every switch.
 	Status sample_all_queues(uint64_t interval_ns);
 	const std::vector<QueueSeries> &queue_series() const { return qseries_; }
+	// Bytes of data frames received by all hosts so far, sampled with the queues (engine ns,
+	// bytes): the fabric's delivered throughput over time.
+	const std::vector<std::pair<uint64_t, uint64_t>> &rx_series() const { return rx_series_; }
 	void clear_queue_series()
 	{
 		for (auto &q : qseries_)
 			q.samples.clear();
+		rx_series_.clear();
 	}
 	// The rate trace of a QP connected with QpOptions::trace (empty otherwise).
 	const std::vector<RatePoint> &trace(QpHandle h) const { return qps_[h]->trace_points; }
@@ -216,6 +222,7 @@ private:
 		QpReceiver rcv;
 		uint64_t rate_bps = 0;       // the limiter's rate: min(static limit, controller); 0 = link
 		uint64_t limit_bps = 0;      // static limit (QpOptions::rate_bps, set_rate); 0 = none
+		uint32_t mtu = QN_DEFAULT_MTU; // the path MTU its segments fit
 		uint64_t next_ok_ns = 0;
 		bool scheduled = false;      // in its host's active list or wheel
 		std::unique_ptr<cc::Controller> ctl;      // this QP's sending side
@@ -299,6 +306,7 @@ private:
 	};
 	std::vector<QueueProbe> qprobes_;
 	std::vector<QueueSeries> qseries_;
+	std::vector<std::pair<uint64_t, uint64_t>> rx_series_;
 	uint64_t qsample_ns_ = 0, next_qsample_ = 0;
 	void sample_queues(uint64_t now);
 	uint64_t min_rto_ns_ = 1'000'000;   // smallest RTO of any QP: bounds the timer scan period

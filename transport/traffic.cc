@@ -190,7 +190,7 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 		r.sport = qpn_to_sport(e.qpn(h));
 		auto path = e.path(flows[i].src, flows[i].dst);
 		if (path.ok) {
-			const uint64_t mtu = payload_mtu(QN_DEFAULT_MTU);
+			const uint64_t mtu = payload_mtu(path.mtu);
 			const uint64_t pkts = std::max<uint64_t>(1, (flows[i].size + mtu - 1) / mtu);
 			const uint64_t per_pkt = kDataHdrBytes + QN_WIRE_OVERHEAD + (e.icrc() ? QN_ICRC_LEN : 0);
 			r.standalone_ns = path.base_rtt_ns + serialization_ns(flows[i].size + pkts * per_pkt, path.bottleneck_bps);
@@ -247,7 +247,14 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 			post(order[next++], now);
 		return next < order.size() ? t0 + flows[order[next]].start_ns : UINT64_MAX;
 	};
-	e.run([&] { return done == flows.size(); }, t0 + last_start + o.timeout_ns, tick);
+	uint64_t iters = 0;
+	e.run(
+		[&] {
+			if (o.progress && (++iters & 4095) == 0)
+				o.progress(done, flows.size(), e.now_ns() - t0);
+			return done == flows.size();
+		},
+		t0 + last_start + o.timeout_ns, tick);
 	if (e.topology_gone())
 		return make_error("the topology was taken down during the run");
 	rep.elapsed_ns = e.now_ns() - t0;

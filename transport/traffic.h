@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ struct RunOptions {
 	uint64_t timeout_ns = 1'000'000'000; // stop waiting this long (fabric) after the last start
 	bool serial_per_pair = false;        // post a pair's next message only after the last completes (ping-pong)
 	size_t trace_pairs = 0;              // record the rate trace of the first N host pairs' QPs
+	// Called about every 4096 loop iterations with (flows done, flows, fabric ns since the
+	// start); for progress displays. Must be cheap.
+	std::function<void(size_t, size_t, uint64_t)> progress;
 };
 
 struct RunReport {

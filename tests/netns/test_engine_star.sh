@@ -3,7 +3,7 @@
 # a 3:1 incast, payloads checked by content, with and without ICRC); malformed RoCE frames are
 # counted and dropped while traffic continues; a 1% loss injected at the switch is recovered by
 # go-back-N and by selective repeat with no corruption, and SR retransmits less; a host link's
-# error rate is applied by the engine and recovered.
+# error rate is applied by the engine and recovered; segments fit the path MTU.
 source "$(dirname "$0")/lib.sh"
 
 D=$(vm_or 400 50)
@@ -88,4 +88,23 @@ errs=$(awk '$1=="host" && $2=="h2:" {for (i=1;i<=NF;i++) if ($i=="link_errors") 
 echo "frames lost on h2's link: $errs; $(grep -E '^goodput' <<<"$out")"
 [ "${errs:-0}" -ge 1 ] || fail "a 2% link error rate lost nothing: $out"
 grep -q "flows done 2/2, content errors 0, corrupt messages 0" <<<"$out" || fail "lossy link: $out"
+# 5. segments fit the path MTU: h2's link has MTU 1500 (the others 2048), so h2->h1 and h3->h2
+#    carry 1500-byte packets (a 2048-byte frame would be dropped by h2's veth). 500 KB at
+#    1456 B of payload per packet = 344 packets per message (250 at MTU 2048).
+"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+mixed=$(write_topo "defaults rate=10Gbps mtu=2048 delay=1us buffer=12MB
+switch tor
+host h[1..3]
+link h1 tor
+link h2 tor mtu=1500
+link h3 tor")
+"$QUENCH" topo up "$mixed" --dilation "$D" >/dev/null
+out=$(gen --pattern incast --senders h2 --size 500KB --count 2 --dst h1) || fail "MTU 1500 path: $out"
+grep -q "flows done 2/2, content errors 0, corrupt messages 0" <<<"$out" || fail "MTU 1500 path: $out"
+pk=$(sed -n 's/.*packets \([0-9]*\),.*/\1/p' <<<"$out")
+echo "h2->h1 over an MTU 1500 link: $pk data packets for 2 x 500 KB (expected 688)"
+[ "$pk" -eq 688 ] || fail "expected 688 packets of 1456 B payload, got $pk: $out"
+if grep -q "veth drops" <<<"$(grep reason <<<"$out")"; then fail "veth drops on the MTU 1500 path: $out"; fi
+out=$(gen --pattern incast --senders h3 --size 500KB --count 2 --dst h2) || fail "MTU 1500 into h2: $out"
+grep -q "flows done 2/2, content errors 0, corrupt messages 0" <<<"$out" || fail "MTU 1500 into h2: $out"
 pass "messages delivered exactly (content-checked), malformed frames dropped, 1% loss recovered (GBN ${retx[gbn]} vs SR ${retx[sr]} retransmissions)"

@@ -13,7 +13,27 @@ struct Scheme {
 	const char *name;
 	bool pfc;                               // the switch runs PFC for it
 	Result<Parts> (*make)(const Setup &s);
+	Derived (*derive)(const Fabric &f, bool scale);
 };
+
+Derived derive_none(const Fabric &, bool)
+{
+	Derived d;
+	d.switch_settings = {{"pfc", "off"}};
+	d.notes.push_back("switch PFC off (no congestion control, lossy)");
+	return d;
+}
+
+Derived derive_pfc(const Fabric &, bool)
+{
+	Derived d;
+	d.switch_settings = {{"pfc", "on"}};
+	d.notes.push_back("switch PFC on (lossless, no end-to-end congestion control)");
+	return d;
+}
+
+Derived derive_dcqcn(const Fabric &f, bool scale) { return dcqcn_derive(f, scale, false); }
+Derived derive_dcqcn_w(const Fabric &f, bool scale) { return dcqcn_derive(f, scale, true); }
 
 Parts line_rate_parts(const Setup &s, const char *what)
 {
@@ -68,10 +88,10 @@ Result<Parts> make_dcqcn(const Setup &s) { return make_dcqcn_common(s, false); }
 Result<Parts> make_dcqcn_w(const Setup &s) { return make_dcqcn_common(s, true); }
 
 const Scheme kSchemes[] = {
-	{"none", false, make_none},
-	{"pfc", true, make_pfc},
-	{"dcqcn", true, make_dcqcn},
-	{"dcqcn+w", true, make_dcqcn_w},
+	{"none", false, make_none, derive_none},
+	{"pfc", true, make_pfc, derive_pfc},
+	{"dcqcn", true, make_dcqcn, derive_dcqcn},
+	{"dcqcn+w", true, make_dcqcn_w, derive_dcqcn_w},
 };
 
 } // namespace
@@ -90,6 +110,16 @@ bool wants_pfc(const std::string &scheme)
 		if (scheme == s.name)
 			return s.pfc;
 	return false;
+}
+
+Result<Derived> derive(const std::string &scheme, const Fabric &f, bool scale)
+{
+	if (f.line_rate_bps == 0 || f.mtu == 0)
+		return make_error("scheme " + scheme + ": cannot derive parameters without a line rate and an MTU");
+	for (const auto &k : kSchemes)
+		if (scheme == k.name)
+			return k.derive(f, scale);
+	return make_error("unknown scheme '" + scheme + "'");
 }
 
 Result<Parts> make(const Setup &s)

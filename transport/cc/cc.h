@@ -173,10 +173,30 @@ struct Parts {
 	std::string describe;                  // the parameters in effect, one line
 };
 
+// The fabric a scheme's parameters are derived for (calibration, DESIGN.md §5): the host line
+// rate, the base RTT and the path MTU, in fabric units.
+struct Fabric {
+	uint64_t line_rate_bps = 0;
+	uint64_t base_rtt_ns = 0;
+	uint32_t mtu = 0;
+};
+
+// A scheme's parameters derived from its spec's rules for a fabric: overrides for make()
+// (by parameter name), the switch settings it needs (swcfg keys: pfc, ecn, kmin, kmax, pmax) and
+// one line per derived value saying where it comes from.
+struct Derived {
+	std::map<std::string, std::string> overrides;
+	std::vector<std::pair<std::string, std::string>> switch_settings;
+	std::vector<std::string> notes;
+};
+
 // Return: the names of the schemes that exist.
 std::vector<std::string> schemes();
 // Build a QP's controller and notification point. Errors name the scheme or parameter.
 Result<Parts> make(const Setup &s);
+// Derive a scheme's parameters for `f`. With `scale` false the paper's values are kept (a
+// fabric equal to the paper's); with true, common.md §7 rescales them to this fabric.
+Result<Derived> derive(const std::string &scheme, const Fabric &f, bool scale);
 // Whether the scheme wants switch PFC on (for the tools that configure the switch).
 bool wants_pfc(const std::string &scheme);
 

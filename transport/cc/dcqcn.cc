@@ -333,3 +333,55 @@ bool DcqcnNp::on_timer(uint64_t now)
 }
 
 } // namespace qn::tp::cc
+
+namespace qn::tp::cc {
+
+Derived dcqcn_derive(const Fabric &f, bool scale, bool window)
+{
+	constexpr double kPaperRate = 40e9;        // ConnectX-3 Pro / Trident II testbed [§6]
+	constexpr double kPaperLoopNs = 50'000;    // the feedback delay tau* the parameters assume [§5]
+	const double mtu2 = 2.0 * f.mtu;
+	Derived d;
+	double kmin = 5'000, kmax = 200'000;
+	if (scale) {
+		const double s_c = double(f.line_rate_bps) / kPaperRate;
+		const double n_ns = std::max(kPaperLoopNs, double(f.base_rtt_ns));
+		const double s_t = n_ns / kPaperLoopNs;
+		const DcqcnParams paper;
+		kmin = std::max(mtu2, 5'000 * s_c * s_t);
+		kmax = std::max(mtu2, 200'000 * s_c * s_t);
+		auto ns = [](double v) { return std::to_string(uint64_t(std::llround(v))) + "ns"; };
+		auto bps = [](double v) { return std::to_string(uint64_t(std::llround(v))) + "bps"; };
+		d.overrides["n"] = ns(n_ns);
+		d.overrides["t"] = ns(1.1 * n_ns);
+		d.overrides["tau_alpha"] = ns(1.1 * n_ns);
+		d.overrides["b"] = std::to_string(uint64_t(std::llround(double(paper.b_bytes) * s_c * s_t)));
+		d.overrides["rai"] = bps(double(paper.rai_bps) * s_c);
+		d.overrides["rhai"] = bps(double(paper.rhai_bps) * s_c);
+		d.overrides["rmin"] = bps(double(paper.rmin_bps) * s_c);
+		char b[400];
+		std::snprintf(b, sizeof(b),
+			      "dcqcn: s_C = %.4g (%.4g Gbit/s / 40), N = max(50 us, base RTT %.4g us) = %.4g us, s_T = %.4g "
+			      "(common.md §7)",
+			      s_c, double(f.line_rate_bps) / 1e9, double(f.base_rtt_ns) / 1e3, n_ns / 1e3, s_t);
+		d.notes.push_back(b);
+		std::snprintf(b, sizeof(b),
+			      "dcqcn: T = tau' = 1.1 N = %.4g us; B = 10 MB x s_C x s_T = %s B; R_AI %s, R_HAI %s, R_min %s "
+			      "(x s_C); g 1/256, F 5 kept",
+			      1.1 * n_ns / 1e3, d.overrides["b"].c_str(), d.overrides["rai"].c_str(),
+			      d.overrides["rhai"].c_str(), d.overrides["rmin"].c_str());
+		d.notes.push_back(b);
+	} else {
+		d.notes.push_back("dcqcn: the paper's parameters unchanged (Fig. 14; the fabric is the paper's)");
+	}
+	const auto ki = uint64_t(std::llround(kmin)), ka = uint64_t(std::llround(kmax));
+	d.switch_settings = {{"pfc", "on"}, {"ecn", "on"}, {"kmin", std::to_string(ki)}, {"kmax", std::to_string(ka)},
+			     {"pmax", "0.01"}};
+	d.notes.push_back("dcqcn: switch RED/ECN Kmin " + std::to_string(ki) + " B, Kmax " + std::to_string(ka) +
+			  " B, Pmax 1%" + (scale ? " (5 KB / 200 KB x s_C x s_T, at least 2 MTU)" : "") + "; PFC on");
+	if (window)
+		d.notes.push_back("dcqcn+w: W = BDP = line rate x base RTT (dcqcn.md §3.5)");
+	return d;
+}
+
+} // namespace qn::tp::cc

@@ -41,6 +41,12 @@ Result<DcqcnParams> dcqcn_params(const std::string &set);
 // Apply one override ("g=0.0039", "t=55us", "b=10MB", "f=5", "rai=40Mbps", ...).
 Status dcqcn_override(DcqcnParams &p, const std::string &key, const std::string &value);
 std::string dcqcn_describe(const DcqcnParams &p);
+// DCQCN's parameters for a fabric (dcqcn.md §4 "Scaling for emulator", common.md §7), relative to
+// the paper's fabric: 40 Gbit/s and a 50 us feedback delay. s_C = C / 40 Gbit/s; N = max(50 us,
+// base RTT) and s_T = N / 50 us; Kmin, Kmax x s_C x s_T (>= 2 MTU); T = tau' = 1.1 N;
+// B = 10 MB x s_C x s_T; R_AI, R_HAI, R_min x s_C; g, F, Pmax kept. Without `scale`, the
+// paper's values (switch: Kmin 5 KB, Kmax 200 KB, Pmax 1%). DCQCN+W: W = BDP (the engine's).
+Derived dcqcn_derive(const Fabric &f, bool scale, bool window);
 // Return: DCQCN+W's window at rate rc (0 when the window is off).
 uint64_t dcqcn_window(const DcqcnParams &p, double rc, double line);
 

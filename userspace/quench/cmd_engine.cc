@@ -365,7 +365,7 @@ int cmd_gen(int argc, char **argv, int first)
 	ro.trace_pairs = g.trace_pairs;
 	if (g.trace_pairs && g.trace_out.empty())
 		return die("gen: --trace needs --trace-out FILE");
-	std::printf("gen %s: %zu flows (%s), flow-list hash %016llx, reliability %s, D %.3g, %zu cables\n", g.topo.c_str(),
+	std::printf("gen %s: %zu flows (%s), flow-list hash %016llx, reliability %s, D %.10g, %zu cables\n", g.topo.c_str(),
 		    flows.size(), g.pattern.c_str(), static_cast<unsigned long long>(flow_list_hash(flows)),
 		    to_string(g.qp.mode).c_str(), double(e.clock().d_milli()) / 1000.0, e.cable_count());
 	auto rep = run_flows(e, flows, ro);

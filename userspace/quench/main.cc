@@ -12,6 +12,7 @@
 #include "bench_transport.h"
 #include "cc.h"
 #include "cmd_engine.h"
+#include "cmd_run.h"
 #include "bringup.h"
 #include "exec.h"
 #include "stats.h"
@@ -46,6 +47,11 @@ const char *kUsage = R"(usage: quench COMMAND ...
       [--queues all|SW:PORT,.. [--queue-interval T] [--queue-out CSV]]
                                                     run a workload on the host engine (AF_XDP),
                                                     print FCTs, counters and the validity verdict
+  run EXPERIMENT [--out DIR] [--dilation D] [--schemes a,b] [--name NAME] [--quiet]
+                                                    an experiment end to end: calibration, every
+                                                    scheme on the same flows, results folder
+                                                    (docs/experiments.md)
+  compare RUN_A RUN_B                               two results folders side by side as ratios
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   schemes                                           the congestion-control schemes that exist
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N]
@@ -340,6 +346,10 @@ int main(int argc, char **argv)
 		return cmd_gen(argc, argv, 2);
 	if (argc >= 2 && std::strcmp(argv[1], "engine") == 0)
 		return cmd_engine(argc, argv, 2);
+	if (argc >= 2 && std::strcmp(argv[1], "run") == 0)
+		return cmd_run(argc, argv, 2);
+	if (argc >= 2 && std::strcmp(argv[1], "compare") == 0)
+		return cmd_compare(argc, argv, 2);
 	if (argc == 2 && std::strcmp(argv[1], "schemes") == 0) {
 		for (const auto &s : qn::tp::cc::schemes())
 			std::printf("%s\n", s.c_str());

@@ -1,0 +1,66 @@
+// metrics.cc - percentiles, size bins and series statistics (metrics.h).
+#include "metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace qn::tp {
+
+namespace {
+template <typename T> T pick(const std::vector<T> &v, double p)
+{
+	if (v.empty())
+		return T{};
+	const double x = std::floor(double(v.size()) * std::clamp(p, 0.0, 1.0));
+	return v[std::min(v.size() - 1, size_t(x))];
+}
+} // namespace
+
+double percentile(const std::vector<double> &sorted, double p) { return pick(sorted, p); }
+uint64_t percentile(const std::vector<uint64_t> &sorted, double p) { return pick(sorted, p); }
+
+std::vector<SizeBin> size_bins(std::vector<std::pair<uint64_t, double>> flows, size_t nbins)
+{
+	std::vector<SizeBin> out;
+	const size_t n = flows.size();
+	if (n == 0 || nbins == 0)
+		return out;
+	std::stable_sort(flows.begin(), flows.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+	const size_t k = std::min(nbins, n);
+	for (size_t i = 0; i < k; i++) {
+		const size_t lo = i * n / k, hi = (i + 1) * n / k;
+		SizeBin b;
+		b.min_size = flows[lo].first;
+		b.max_size = flows[hi - 1].first;
+		b.count = hi - lo;
+		std::vector<double> sd;
+		for (size_t j = lo; j < hi; j++)
+			sd.push_back(flows[j].second);
+		std::sort(sd.begin(), sd.end());
+		b.p50 = percentile(sd, 0.5);
+		b.p95 = percentile(sd, 0.95);
+		b.p99 = percentile(sd, 0.99);
+		out.push_back(b);
+	}
+	return out;
+}
+
+SeriesStats series_stats(const std::vector<uint64_t> &values)
+{
+	SeriesStats s;
+	s.samples = values.size();
+	if (values.empty())
+		return s;
+	std::vector<uint64_t> v = values;
+	std::sort(v.begin(), v.end());
+	double sum = 0;
+	for (auto x : v)
+		sum += double(x);
+	s.mean = sum / double(v.size());
+	s.p50 = percentile(v, 0.5);
+	s.p99 = percentile(v, 0.99);
+	s.max = v.back();
+	return s;
+}
+
+} // namespace qn::tp

@@ -1,0 +1,6 @@
+// cmd_run.h - `quench run EXPERIMENT` and `quench compare RUN_A RUN_B` (cmd_run.cc).
+#pragma once
+
+// Return: the process exit status. `first` indexes argv after the command word.
+int cmd_run(int argc, char **argv, int first);
+int cmd_compare(int argc, char **argv, int first);

@@ -16,9 +16,11 @@ configure:
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: deps
-	@$(MAKE) --no-print-directory build
-	@bash scripts/run-default.sh $(BUILD)
+run:
+	@t0=$$(date +%s); bash scripts/install-deps.sh; t1=$$(date +%s); \
+	$(MAKE) --no-print-directory build; t2=$$(date +%s); \
+	echo "== dependencies $$((t1 - t0)) s, build $$((t2 - t1)) s"; \
+	bash scripts/run-default.sh $(BUILD)
 
 test: deps
 	@$(MAKE) --no-print-directory build

@@ -165,11 +165,21 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 	rep.flows.resize(flows.size());
 	std::map<std::pair<std::string, std::string>, QpHandle> qp;
 	std::vector<size_t> order(flows.size());
+	std::vector<QpHandle> flow_qp(flows.size());
 	for (size_t i = 0; i < flows.size(); i++) {
 		order[i] = i;
 		rep.flows[i].spec = flows[i];
 		auto key = std::make_pair(flows[i].src, flows[i].dst);
-		if (!qp.count(key)) {
+		if (o.qp_per_flow && !o.serial_per_pair) {
+			// Every flow its own QP, as in the ns-3 RDMA simulator: no head-of-line wait
+			// behind an earlier message of the same pair, a fresh controller per flow.
+			auto h = e.connect(flows[i].src, flows[i].dst, o.qp);
+			if (!h)
+				return make_error("flow " + std::to_string(flows[i].id) + ": " + h.error().to_string());
+			qp[key] = *h;
+			if (rep.cc_describe.empty())
+				rep.cc_describe = e.cc_describe(*h);
+		} else if (!qp.count(key)) {
 			QpOptions qo = o.qp;
 			qo.trace = rep.traced.size() < o.trace_pairs;
 			auto h = e.connect(flows[i].src, flows[i].dst, qo);
@@ -185,6 +195,7 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 		// every packet's wire bytes (payload + headers + 24 B of FCS, preamble and gap).
 		FlowResult &r = rep.flows[i];
 		QpHandle h = qp[key];
+		flow_qp[i] = h;
 		r.sip = e.endpoint(flows[i].src).ip;
 		r.dip = e.endpoint(flows[i].dst).ip;
 		r.sport = qpn_to_sport(e.qpn(h));
@@ -210,7 +221,7 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 	rep.t0_ns = t0;
 
 	auto post = [&](size_t fi, uint64_t now) {
-		QpHandle h = qp[{flows[fi].src, flows[fi].dst}];
+		QpHandle h = flow_qp[fi];
 		if (o.serial_per_pair && busy[h]) {
 			waiting[h].push_back(fi);
 			return;
@@ -259,7 +270,10 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 		return make_error("the topology was taken down during the run");
 	rep.elapsed_ns = e.now_ns() - t0;
 	rep.health = e.health();
-	for (auto &[k, h] : qp) {
+	std::vector<QpHandle> used(flow_qp.begin(), flow_qp.end());
+	std::sort(used.begin(), used.end());
+	used.erase(std::unique(used.begin(), used.end()), used.end());
+	for (QpHandle h : used) {
 		const auto &s = e.sender_stats(h);
 		rep.retx_pkts += s.retx_pkts;
 		rep.tx_pkts += s.tx_pkts;

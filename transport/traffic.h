@@ -75,6 +75,7 @@ struct RunOptions {
 	QpOptions qp;
 	uint64_t timeout_ns = 1'000'000'000; // stop waiting this long (fabric) after the last start
 	bool serial_per_pair = false;        // post a pair's next message only after the last completes (ping-pong)
+	bool qp_per_flow = false;            // a QP per flow (else one per ordered host pair, shared in order)
 	size_t trace_pairs = 0;              // record the rate trace of the first N host pairs' QPs
 	// Called about every 4096 loop iterations with (flows done, flows, fabric ns since the
 	// start); for progress displays. Must be cheap.

@@ -525,6 +525,7 @@ Result<SchemeResult> run_scheme(Ctx &c, const std::string &scheme, size_t idx)
 	for (const auto &[kk, v] : sc.overrides)
 		ro.qp.cc.overrides[kk] = v;
 	ro.timeout_ns = c.x.duration_ns;
+	ro.qp_per_flow = true;
 	uint64_t last_start = c.flows.back().start_ns, bytes = 0;
 	for (const auto &f : c.flows)
 		bytes += f.size;

@@ -1,0 +1,272 @@
+// Experiments (userspace/lib/experiment.h, transport/metrics.h, docs/experiments.md):
+// percentile, slowdown and size-bin math against hand-computed cases; experiment, preset and
+// ns-3 flow files parsed, and bad ones rejected naming file, line and field; the shipped CDFs
+// load; DCQCN's parameters derived from the spec's rules.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "cc.h"
+#include "dcqcn.h"
+#include "experiment.h"
+#include "metrics.h"
+#include "topology.h"
+#include "traffic.h"
+
+using namespace qn;
+using namespace qn::tp;
+
+namespace {
+const std::vector<std::string> kSchemes = {"none", "pfc", "dcqcn", "dcqcn+w"};
+
+std::string err_of(const std::string &text)
+{
+	auto r = parse_experiment(text, data_dir() + "/experiments/t.exp", kSchemes);
+	REQUIRE_FALSE(r.ok());
+	return r.error().message;
+}
+const char *kMin = "topology star\nschemes dcqcn\nworkload incast dst=h1 senders=2 size=4KB\n";
+} // namespace
+
+TEST_CASE("percentile__index_floor_n_p", "[experiment]")
+{
+	// 10 values 1..10: p50 -> index 5 (6), p95 -> index 9 (10), p0 -> 1, p99 -> index 9 (10)
+	std::vector<double> v{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	CHECK(percentile(v, 0.5) == 6);
+	CHECK(percentile(v, 0.95) == 10);
+	CHECK(percentile(v, 0.0) == 1);
+	CHECK(percentile(v, 0.1) == 2);
+	CHECK(percentile(std::vector<double>{}, 0.5) == 0);
+	std::vector<uint64_t> u{5};
+	CHECK(percentile(u, 0.99) == 5);
+}
+
+TEST_CASE("slowdown__fct_over_standalone_floored_at_one", "[experiment]")
+{
+	FlowResult f;
+	f.standalone_ns = 1000;
+	f.fct_ns = 2500;
+	CHECK(f.slowdown() == Approx(2.5));
+	f.fct_ns = 900; // faster than the standalone definition (a small message): floored
+	CHECK(f.slowdown() == 1.0);
+	f.standalone_ns = 0;
+	CHECK(f.slowdown() == 0.0);
+}
+
+TEST_CASE("size_bins__equal_count_bins_sorted_by_size", "[experiment]")
+{
+	// 10 flows, sizes 10..100 given out of order, slowdown = size / 10 -> 2 bins of 5 flows:
+	// bin 0: sizes 10..50 (slowdowns 1..5): p50 index 2 -> 3, p95/p99 index 4 -> 5
+	// bin 1: sizes 60..100 (6..10): p50 8, p95/p99 10
+	std::vector<std::pair<uint64_t, double>> f;
+	for (uint64_t s : {100ULL, 30ULL, 50ULL, 10ULL, 90ULL, 20ULL, 70ULL, 40ULL, 60ULL, 80ULL})
+		f.emplace_back(s, double(s) / 10);
+	auto b = size_bins(f, 2);
+	REQUIRE(b.size() == 2);
+	CHECK(b[0].min_size == 10);
+	CHECK(b[0].max_size == 50);
+	CHECK(b[0].count == 5);
+	CHECK(b[0].p50 == 3);
+	CHECK(b[0].p95 == 5);
+	CHECK(b[1].min_size == 60);
+	CHECK(b[1].max_size == 100);
+	CHECK(b[1].p50 == 8);
+	CHECK(b[1].p99 == 10);
+	// 7 flows in 3 bins: [0,2) [2,4) [4,7) -> counts 2, 2, 3
+	f.resize(7);
+	b = size_bins(f, 3);
+	REQUIRE(b.size() == 3);
+	CHECK(b[0].count == 2);
+	CHECK(b[1].count == 2);
+	CHECK(b[2].count == 3);
+	// more bins than flows: one flow per bin
+	CHECK(size_bins(f, 20).size() == 7);
+	CHECK(size_bins({}, 20).empty());
+}
+
+TEST_CASE("series_stats__mean_percentiles_max", "[experiment]")
+{
+	auto s = series_stats({0, 0, 10, 20, 30, 40, 50, 60, 70, 1000});
+	CHECK(s.samples == 10);
+	CHECK(s.mean == Approx(128));
+	CHECK(s.p50 == 40);
+	CHECK(s.p99 == 1000);
+	CHECK(s.max == 1000);
+	// peak >= every sample
+	CHECK(s.max >= s.p99);
+}
+
+TEST_CASE("experiment__parses_the_shipped_default", "[experiment]")
+{
+	auto x = load_experiment(data_dir() + "/experiments/incast-bg.exp", kSchemes);
+	REQUIRE(x.ok());
+	CHECK(x->name == "incast-bg");
+	CHECK(x->schemes == kSchemes); // "schemes all"
+	CHECK(x->dilation == 0);       // auto
+	REQUIRE(x->workloads.size() == 2);
+	CHECK(x->workloads[0].kind == Workload::Kind::Incast);
+	CHECK(x->workloads[0].nsenders == 8);
+	CHECK(x->workloads[0].size == 64'000);
+	CHECK(x->workloads[0].window_ns == 20'000);
+	CHECK(x->workloads[0].count == 8);
+	CHECK(x->workloads[1].kind == Workload::Kind::Poisson);
+	CHECK(x->workloads[1].cdf.find("WebSearch_distribution.txt") != std::string::npos);
+	CHECK(x->topology.find("star.topo") != std::string::npos);
+}
+
+TEST_CASE("experiment__errors_name_file_line_and_field", "[experiment]")
+{
+	const std::string f = data_dir() + "/experiments/t.exp";
+	CHECK(err_of(std::string(kMin) + "schemes dcqcn\n").find("t.exp:4: field 'schemes': given twice") != std::string::npos);
+	CHECK(err_of("topology star\nschemes dcqcn hpcc\n").find("t.exp:2: field 'schemes': no scheme named 'hpcc'") !=
+	      std::string::npos);
+	CHECK(err_of("topology nosuch\n").find("t.exp:1: field 'topology': 'nosuch' not found") != std::string::npos);
+	CHECK(err_of("topology star\nschemes none\nworkload incast dst=h1 size=4KB\n")
+		      .find("t.exp:3: field 'senders': missing") != std::string::npos);
+	CHECK(err_of("topology star\nschemes none\nworkload incast dst=h1 senders=2 size=-4\n")
+		      .find("t.exp:3: field 'size'") != std::string::npos);
+	CHECK(err_of("topology star\nschemes none\nworkload poisson load=1.5 cdf=websearch duration=1ms\n")
+		      .find("t.exp:3: field 'load'") != std::string::npos);
+	CHECK(err_of("topology star\nschemes none\nworkload poisson load=0.5 cdf=nosuch duration=1ms\n")
+		      .find("t.exp:3: field 'cdf': 'nosuch' not found") != std::string::npos);
+	CHECK(err_of("topology star\nschemes none\nworkload bursty\n").find("t.exp:3: field 'workload': unknown workload") !=
+	      std::string::npos);
+	CHECK(err_of("topology star\nschemes none\nworkload long dst=h1 senders=2 size=1MB window=3us\n")
+		      .find("t.exp:3: field 'window': not a key of workload long") != std::string::npos);
+	CHECK(err_of(std::string(kMin) + "dilation fast\n").find("t.exp:4: field 'dilation'") != std::string::npos);
+	CHECK(err_of(std::string(kMin) + "colour blue\n").find("t.exp:4: field 'colour': unknown directive") !=
+	      std::string::npos);
+	CHECK(err_of(std::string(kMin) + "cc pfc params=paper\n").find("field 'cc': scheme 'pfc' is configured but not") !=
+	      std::string::npos);
+	CHECK(err_of(std::string(kMin) + "cc dcqcn params=fast\n").find("t.exp:4: field 'params'") != std::string::npos);
+	CHECK(err_of("topology star\nworkload incast dst=h1 senders=2 size=4KB\n").find("field 'schemes': missing") !=
+	      std::string::npos);
+	CHECK(err_of("topology star\nschemes none\n").find("field 'workload': missing") != std::string::npos);
+	auto ok = parse_experiment(std::string(kMin) + "cc dcqcn params=paper rai=10Mbps\nmode sr\nattempts 2\n", f, kSchemes);
+	REQUIRE(ok.ok());
+	CHECK(ok->cc["dcqcn"].params == "paper");
+	CHECK(ok->cc["dcqcn"].overrides["rai"] == "10Mbps");
+	CHECK(ok->mode == "sr");
+	CHECK(ok->attempts == 2);
+}
+
+TEST_CASE("preset__parse_apply_and_errors", "[experiment]")
+{
+	for (const char *name : {"dcqcn-40g", "pbfs-25-100g", "sfc-100-400g"}) {
+		auto p = load_preset(data_dir() + "/presets/" + name + ".preset");
+		INFO(name);
+		REQUIRE(p.ok());
+		CHECK(p->name == name);
+		CHECK(p->host_rate_bps > 0);
+	}
+	auto p = load_preset(data_dir() + "/presets/pbfs-25-100g.preset");
+	REQUIRE(p.ok());
+	CHECK(p->host_rate_bps == 25'000'000'000ULL);
+	CHECK(p->fabric_rate_bps == 100'000'000'000ULL);
+	CHECK(p->paper == "pbfs");
+	auto t = parse_topology("name t\nswitch s1\nswitch s2\nhost a\nhost b\nlink a s1\nlink s1 s2\nlink s2 b\n", "t.topo");
+	REQUIRE(t.ok());
+	apply_preset(*t, *p);
+	CHECK(t->links[0].rate_bps == 25'000'000'000ULL); // host link
+	CHECK(t->links[1].rate_bps == 100'000'000'000ULL); // switch link
+	CHECK(t->links[1].delay_ns == 2'000);
+	CHECK(t->links[2].mtu == 1048);
+	auto bad = [](const char *text) {
+		auto r = parse_preset(text, "x.preset");
+		REQUIRE_FALSE(r.ok());
+		return r.error().message;
+	};
+	CHECK(bad("host-rate 10Gbps\nmtu 9000\n").find("x.preset:2: field 'mtu'") != std::string::npos);
+	CHECK(bad("host-rate fast\nmtu 1500\n").find("x.preset:1: field 'host-rate'") != std::string::npos);
+	CHECK(bad("mtu 1500\n").find("field 'host-rate': missing") != std::string::npos);
+	CHECK(bad("host-rate 10Gbps\nmtu 1500\nspeed 3\n").find("x.preset:3: field 'speed': unknown key") != std::string::npos);
+}
+
+TEST_CASE("ns3_flows__parse_and_errors", "[experiment]")
+{
+	auto f = parse_ns3_flows("2\n0 3 3 100 20000 2.000001\n1 3 3 200 4000 2.0000015\n", "flow.txt");
+	REQUIRE(f.ok());
+	REQUIRE(f->size() == 2);
+	CHECK((*f)[0].src == 0);
+	CHECK((*f)[0].dst == 3);
+	CHECK((*f)[0].dport == 100);
+	CHECK((*f)[0].size == 20000);
+	CHECK((*f)[0].start_ns == 2'000'001'000ULL);
+	CHECK((*f)[1].start_ns == 2'000'001'500ULL);
+	auto bad = [](const char *text) {
+		auto r = parse_ns3_flows(text, "flow.txt");
+		REQUIRE_FALSE(r.ok());
+		return r.error().message;
+	};
+	CHECK(bad("3\n0 3 3 100 20000 2.0\n").find("flow.txt:2: field 'count': the first line says 3 flows, the file has 1") !=
+	      std::string::npos);
+	CHECK(bad("1\n0 3 3 100 20000\n").find("flow.txt:2: field 'flow': expected") != std::string::npos);
+	CHECK(bad("1\n0 x 3 100 20000 2.0\n").find("flow.txt:2: field 'dst'") != std::string::npos);
+	CHECK(bad("1\n0 3 3 100 0 2.0\n").find("flow.txt:2: field 'size'") != std::string::npos);
+	CHECK(bad("1\n0 3 3 100 10 -1\n").find("flow.txt:2: field 'start_s'") != std::string::npos);
+	CHECK(bad("1\n3 3 3 100 10 1\n").find("flow.txt:2: field 'dst': the same node") != std::string::npos);
+	CHECK(bad("two\n").find("flow.txt:1: field 'count'") != std::string::npos);
+}
+
+TEST_CASE("shipped_cdfs__load_and_keep_their_provenance", "[experiment]")
+{
+	for (const char *f : {"WebSearch_distribution.txt", "FbHdp_distribution.txt", "GoogleRPC2008.txt", "AliStorage2019.txt"}) {
+		INFO(f);
+		auto c = Cdf::load(data_dir() + "/workloads/" + f);
+		REQUIRE(c.ok());
+		CHECK(c->points().back().second == 100);
+	}
+	std::ifstream readme(data_dir() + "/workloads/README.md");
+	std::string text((std::istreambuf_iterator<char>(readme)), std::istreambuf_iterator<char>());
+	CHECK(text.find("HPCC") != std::string::npos);
+}
+
+TEST_CASE("dcqcn_derive__paper_fabric_keeps_values_others_scale", "[experiment]")
+{
+	// 40 Gbit/s, base RTT 5 us (< 50 us): s_C = 1, s_T = 1 -> the paper's values
+	auto d = cc::derive("dcqcn", cc::Fabric{40'000'000'000ULL, 5'000, 1500}, true);
+	REQUIRE(d.ok());
+	CHECK(d->overrides["rai"] == "40000000bps");
+	CHECK(d->overrides["t"] == "55000ns");
+	CHECK(d->overrides["n"] == "50000ns");
+	CHECK(d->overrides["b"] == "10000000");
+	auto sw = [&](const cc::Derived &x, const std::string &k) {
+		for (const auto &[kk, v] : x.switch_settings)
+			if (kk == k)
+				return v;
+		return std::string();
+	};
+	CHECK(sw(*d, "kmin") == "5000");
+	CHECK(sw(*d, "kmax") == "200000");
+	// 10 Gbit/s: s_C = 1/4 -> Kmax 50 KB, Kmin at least 2 MTU (4096), R_AI 10 Mbit/s
+	d = cc::derive("dcqcn", cc::Fabric{10'000'000'000ULL, 7'000, 2048}, true);
+	REQUIRE(d.ok());
+	CHECK(sw(*d, "kmax") == "50000");
+	CHECK(sw(*d, "kmin") == "4096");
+	CHECK(d->overrides["rai"] == "10000000bps");
+	CHECK(d->overrides["rmin"] == "25000000bps");
+	// a 100 us base RTT: N = 100 us, s_T = 2 -> T = 110 us, Kmax x 2
+	d = cc::derive("dcqcn", cc::Fabric{40'000'000'000ULL, 100'000, 1500}, true);
+	REQUIRE(d.ok());
+	CHECK(d->overrides["n"] == "100000ns");
+	CHECK(d->overrides["t"] == "110000ns");
+	CHECK(sw(*d, "kmax") == "400000");
+	// unscaled: the paper's switch thresholds, no overrides
+	d = cc::derive("dcqcn", cc::Fabric{10'000'000'000ULL, 7'000, 2048}, false);
+	REQUIRE(d.ok());
+	CHECK(d->overrides.empty());
+	CHECK(sw(*d, "kmax") == "200000");
+	// every derived override is accepted by the scheme
+	d = cc::derive("dcqcn", cc::Fabric{25'000'000'000ULL, 12'000, 1048}, true);
+	cc::Setup s;
+	s.scheme = "dcqcn";
+	s.overrides = d->overrides;
+	s.line_rate_bps = 25'000'000'000ULL;
+	CHECK(cc::make(s).ok());
+	CHECK_FALSE(cc::derive("hpcc", cc::Fabric{1, 1, 1500}, true).ok());
+	CHECK(sw(*cc::derive("none", cc::Fabric{1, 1, 1500}, true), "pfc") == "off");
+}

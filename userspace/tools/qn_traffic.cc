@@ -9,7 +9,9 @@
 //       with a pattern derived from the sequence, so the receiver can verify every byte.
 //       Senders feeding one receiver need disjoint --seq-base ranges.
 //       --honor-pfc PRIO [--link-rate BPS]: obey 802.1Qbb PAUSE for PRIO like a NIC (quanta at
-//       the link's wall rate), and report the XOFF/XON frames seen. --sndbuf BYTES sets SO_SNDBUF.
+//       the link's wall rate), and report the XOFF/XON frames seen; --linger S keeps reading
+//       them S seconds after the last frame (the XON of a draining switch comes after the
+//       sender stops). --sndbuf BYTES sets SO_SNDBUF.
 //   qn_traffic recv --netns NS --dev IF --seconds S [--expect N]
 //       Receives stamped frames, verifies content, reports per class (data/control) count and
 //       one-way delay percentiles (sender and receiver share CLOCK_MONOTONIC), duplicates,
@@ -66,6 +68,7 @@ struct Opts {
 	bool ring = false, stamp = false;
 	int honor_pfc = -1;      // priority whose PAUSE frames the sender obeys (-1: ignore)
 	double link_rate = 10e9; // wall bit/s of the sender's link, for quanta -> time
+	double linger = 0;       // seconds to keep reading PFC frames after sending
 	int sndbuf = 0;          // SO_SNDBUF override (bytes), 0 = the tool's default
 	int prio = 3;            // pause: priority
 	int quanta = 65535;      // pause: quanta of the XOFF frame
@@ -144,6 +147,8 @@ Opts parse(int argc, char **argv)
 			o.honor_pfc = std::stoi(val());
 		else if (a == "--link-rate")
 			o.link_rate = std::stod(val());
+		else if (a == "--linger")
+			o.linger = std::stod(val());
 		else if (a == "--sndbuf")
 			o.sndbuf = std::stoi(val());
 		else if (a == "--prio")
@@ -313,6 +318,12 @@ int cmd_send(const Opts &o)
 		seq += *r;
 		if (*r < want)
 			std::this_thread::sleep_for(std::chrono::microseconds(20));
+	}
+	// A NIC stays up after its sender stops: keep reading PAUSE/XON frames for --linger.
+	if (o.honor_pfc >= 0 && o.linger > 0) {
+		const uint64_t until = mono_ns() + uint64_t(std::min(o.linger, 60.0) * 1e9);
+		while (mono_ns() < until)
+			poll_pfc(10);
 	}
 	// Let a TX ring drain before the socket closes.
 	if (o.ring)

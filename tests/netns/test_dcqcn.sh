@@ -5,7 +5,7 @@
 # mean queue below the no-CC run, with CNPs seen; goodput after the first 5 ms is reported.
 # PFC only: the switch drops nothing and PAUSE frames are seen. Two flows on the dumbbell
 # converge to a fair share (Jain >= 0.95); the convergence time is reported. The same incast at D
-# and 2D gives the same fabric-time FCTs and queue p99 within 10% (VALID runs only; when four
+# and 2D gives the same fabric-time FCTs, queue p99 and convergence time within 10% (VALID runs only; when four
 # attempts are all INVALID and `quench jitter` shows the machine itself stopping a spinning
 # loop past the stall threshold every other second or more, that comparison is skipped with the
 # reason after every other check has passed; on a quiet machine it fails).
@@ -70,21 +70,27 @@ echo "PFC only: switch drops $((after - before)), PAUSE frames received by hosts
 grep -q "flows done 8/8, content errors 0" <<<"$out" || fail "PFC only: $out"
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 
-# 3b. dilation is real: the same DCQCN incast at D and 2D gives the same fabric-time FCTs and
-#     queue p99 within 10%. Only valid runs are results (DESIGN.md §5): each D is tried up to
+# 3b. dilation is real: the same DCQCN incast at D and 2D gives the same fabric-time FCTs,
+#     queue p99 and convergence time (the senders' rates first sum to the bottleneck) within 10%. Only valid runs are results (DESIGN.md §5): each D is tried up to
 #     four times for a VALID run (hypervisor stalls invalidate some here).
-declare -A fct50 fct99 qp99
+declare -A fct50 fct99 qp99 conv
 unchecked=""
 for d in $D $((2 * D)); do
 	"$QUENCH" topo up "$topo" --param N=9 --dilation "$d" >/dev/null
 	valid=""
 	for attempt in 1 2 3 4; do
-		out=$(gen --pattern long --senders 8 --size 1MB --dst h1 --cc dcqcn $q --out "$WORK/d$d.csv") ||
-			fail "DCQCN incast at D=$d: $out"
+		out=$(gen --pattern long --senders 8 --size 1MB --dst h1 --cc dcqcn $q --out "$WORK/d$d.csv" \
+			--trace 8 --trace-out "$WORK/t$d.csv") || fail "DCQCN incast at D=$d: $out"
+		# convergence: the first instant the eight senders' rates sum to at most the
+		# bottleneck (10 Gbit/s), from the rate trace (fabric ns)
+		tail -n +2 "$WORK/t$d.csv" | sort -t, -k2,2n >"$WORK/t$d.sorted"
+		conv[$d]=$(awk -F, '{r[$1] = $3; k = 0; s = 0; for (p in r) {k++; s += r[p]}
+			if (k >= 8 && s <= 10e9) {print $2; exit}}' "$WORK/t$d.sorted")
+		[ -n "${conv[$d]}" ] || fail "D=$d: the senders' rates never summed to the bottleneck or less"
 		fct50[$d]=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
 		fct99[$d]=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | tail -1)
 		qp99[$d]=$(qstat "$out" p99)
-		echo "D=$d attempt $attempt: FCT p50 ${fct50[$d]} ns, max ${fct99[$d]} ns, queue p99 ${qp99[$d]} B, $(grep -E '^validity' <<<"$out")"
+		echo "D=$d attempt $attempt: FCT p50 ${fct50[$d]} ns, max ${fct99[$d]} ns, queue p99 ${qp99[$d]} B, convergence ${conv[$d]} ns, $(grep -E '^validity' <<<"$out")"
 		if grep -q "^validity: VALID" <<<"$out"; then
 			valid=1
 			break
@@ -112,6 +118,9 @@ if [ -z "$unchecked" ]; then
 	within "${fct50[$((2 * D))]}" "${fct50[$D]}" || fail "FCT p50 differs by more than 10% between D=$D and D=$((2 * D))"
 	within "${fct99[$((2 * D))]}" "${fct99[$D]}" || fail "FCT max differs by more than 10% between D=$D and D=$((2 * D))"
 	within "${qp99[$((2 * D))]}" "${qp99[$D]}" || fail "queue p99 differs by more than 10% between D=$D and D=$((2 * D))"
+	within "${conv[$((2 * D))]}" "${conv[$D]}" ||
+		fail "convergence time differs by more than 10% between D=$D and D=$((2 * D))"
+	echo "D vs 2D: FCT p50 ${fct50[$D]} / ${fct50[$((2 * D))]} ns, queue p99 ${qp99[$D]} / ${qp99[$((2 * D))]} B, convergence ${conv[$D]} / ${conv[$((2 * D))]} ns"
 fi
 
 # 4. fairness: two long flows through the dumbbell's bottleneck, the second 5 ms later.

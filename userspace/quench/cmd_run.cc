@@ -344,6 +344,17 @@ Status calibrate(Ctx &c, double forced_d)
 	for (const auto &f : c.flows)
 		senders.insert(f.src);
 	k.offered_bps = double(senders.size()) * double(k.host_rate_bps);
+	// Base RTTs over every host pair of the flow list (common.md §4).
+	auto base_rtts = [&](Engine &en) -> Status {
+		for (const auto &f : c.flows) {
+			auto p = en.path(f.src, f.dst);
+			if (!p.ok)
+				return make_error("no path from " + f.src + " to " + f.dst + " in " + c.topo.source);
+			k.base_rtt_min_ns = std::min(k.base_rtt_min_ns, p.base_rtt_ns);
+			k.base_rtt_max_ns = std::max(k.base_rtt_max_ns, p.base_rtt_ns);
+		}
+		return ok_status();
+	};
 	if (forced_d > 0) {
 		k.d = forced_d;
 	} else {
@@ -355,6 +366,7 @@ Status calibrate(Ctx &c, double forced_d)
 		auto e = engine(c);
 		if (!e)
 			return e.error();
+		QN_TRY(base_rtts(**e));
 		QN_TRY(set_switches(c, {{"pfc", "on"}}));
 		RunOptions ro;
 		ro.qp.cc.scheme = "none";
@@ -367,21 +379,6 @@ Status calibrate(Ctx &c, double forced_d)
 		e->reset();
 		if (k.capacity_wall_bps <= 0)
 			return make_error("calibration: the capacity flow " + k.pair + " did not complete at D=1");
-	}
-	// Base RTTs over every host pair of the flow list.
-	{
-		Dilation d1;
-		QN_TRY(bring_up(c, k.d > 0 ? k.d : 1));
-		auto e = engine(c);
-		if (!e)
-			return e.error();
-		for (const auto &f : c.flows) {
-			auto p = (*e)->path(f.src, f.dst);
-			if (!p.ok)
-				return make_error("no path from " + f.src + " to " + f.dst + " in " + c.topo.source);
-			k.base_rtt_min_ns = std::min(k.base_rtt_min_ns, p.base_rtt_ns);
-			k.base_rtt_max_ns = std::max(k.base_rtt_max_ns, p.base_rtt_ns);
-		}
 	}
 	if (k.d_auto) {
 		// DESIGN.md §5: D >= offered / capacity (CPU) and the timer jitter must be a few
@@ -398,6 +395,8 @@ Status calibrate(Ctx &c, double forced_d)
 	auto e = engine(c);
 	if (!e)
 		return e.error();
+	if (!k.d_auto)
+		QN_TRY(base_rtts(**e));
 	{
 		RunOptions ro;
 		ro.qp.cc.scheme = "none";
@@ -529,8 +528,9 @@ Result<SchemeResult> run_scheme(Ctx &c, const std::string &scheme, size_t idx)
 	uint64_t last_start = c.flows.back().start_ns, bytes = 0;
 	for (const auto &f : c.flows)
 		bytes += f.size;
-	const double fabric_est_ns =
-		double(last_start) + double(bytes) * 8 / double(k.host_rate_bps) * 1e9 / double(std::max<size_t>(1, 1));
+	// expected wall time: the flows' span plus every byte once through one host link (a rough
+	// upper bound for incasts), capped by the time limit
+	const double fabric_est_ns = double(last_start) + double(bytes) * 8 / double(k.host_rate_bps) * 1e9;
 	const double expected_s = std::min(fabric_est_ns, double(last_start + c.x.duration_ns)) * k.d / 1e9;
 	const std::string label = "scheme " + std::to_string(idx + 1) + "/" + std::to_string(c.x.schemes.size()) + " " + scheme;
 	const double t0 = wall_s();
@@ -738,11 +738,9 @@ std::string bottleneck_port(const std::vector<SchemeResult> &rs)
 	uint64_t peak = 0;
 	for (const auto &s : rs)
 		for (const auto &p : s.ports)
-			if (p.st.max > peak || best.empty()) {
-				if (p.st.max >= peak) {
-					peak = p.st.max;
-					best = p.label;
-				}
+			if (best.empty() || p.st.max > peak) {
+				peak = p.st.max;
+				best = p.label;
 			}
 	return best;
 }

@@ -45,6 +45,23 @@ std::vector<SizeBin> size_bins(std::vector<std::pair<uint64_t, double>> flows, s
 	return out;
 }
 
+std::vector<size_t> size_bin_index(const std::vector<uint64_t> &sizes, size_t nbins)
+{
+	const size_t n = sizes.size();
+	std::vector<size_t> out(n, 0);
+	if (n == 0 || nbins == 0)
+		return out;
+	std::vector<size_t> order(n);
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] < sizes[b]; });
+	const size_t k = std::min(nbins, n);
+	for (size_t b = 0; b < k; b++)
+		for (size_t r = b * n / k; r < (b + 1) * n / k; r++)
+			out[order[r]] = b;
+	return out;
+}
+
 SeriesStats series_stats(const std::vector<uint64_t> &values)
 {
 	SeriesStats s;

@@ -27,6 +27,10 @@ struct SizeBin {
 // k = min(nbins, n). common.md §4 uses 20 bins (5% of flows each).
 std::vector<SizeBin> size_bins(std::vector<std::pair<uint64_t, double>> flows, size_t nbins);
 
+// Return: the bin of every input element under size_bins()'s rule (ties in size are split by
+// input order, so equal sizes may fall in neighbouring bins, exactly as size_bins() counts them).
+std::vector<size_t> size_bin_index(const std::vector<uint64_t> &sizes, size_t nbins);
+
 struct SeriesStats {
 	size_t samples = 0;
 	double mean = 0;

@@ -76,6 +76,10 @@ for s in none dcqcn; do
 	[ "$peak" -ge "$maxs" ] || fail "$s: peak queue $peak below a sample $maxs"
 	[ "$maxs" -gt 0 ] || fail "$s: the incast never queued (samples all 0)"
 	grep -qE "^(VALID|INVALID)" "$d/validity.txt" || fail "$s: no verdict"
+	# flows per size bin in flows.csv = the counts in bins.csv
+	a=$(awk -F, 'NR > 1 && $13 >= 0 {n[$13]++} END {for (b in n) print b, n[b]}' "$d/flows.csv" | sort)
+	b=$(awk -F, -v s="$s" '$1 == s {print $2, $5}' "$R/bins.csv" | sort)
+	[ "$a" = "$b" ] || fail "$s: flows.csv bins [$a] differ from bins.csv [$b]"
 done
 grep -q "^## Slowdown by flow size" "$R/summary.md" || fail "summary.md has no size-bin table"
 grep -q "CNPs" "$R/summary.md" || fail "summary.md has no CNP column"

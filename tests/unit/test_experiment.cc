@@ -83,6 +83,12 @@ TEST_CASE("size_bins__equal_count_bins_sorted_by_size", "[experiment]")
 	CHECK(b[0].count == 2);
 	CHECK(b[1].count == 2);
 	CHECK(b[2].count == 3);
+	// the bin of each input flow follows the same rule (sizes 100,30,50,10,90,20,70 -> sorted
+	// 10,20,30,50,70,90,100 -> bins [10,20] [30,50] [70,90,100])
+	auto idx = size_bin_index({100, 30, 50, 10, 90, 20, 70}, 3);
+	CHECK(idx == std::vector<size_t>{2, 1, 1, 0, 2, 0, 2});
+	// ties split by input order, as the bins count them: four equal sizes in two bins
+	CHECK(size_bin_index({5, 5, 5, 5}, 2) == std::vector<size_t>{0, 0, 1, 1});
 	// more bins than flows: one flow per bin
 	CHECK(size_bins(f, 20).size() == 7);
 	CHECK(size_bins({}, 20).empty());

@@ -450,6 +450,7 @@ struct SchemeResult {
 	std::vector<double> sd;            // sorted slowdowns of completed flows
 	std::vector<uint64_t> fct;         // sorted FCTs
 	std::vector<SizeBin> bins;
+	size_t nbins = 0;
 	std::vector<PortQ> ports;          // by peak, descending
 	std::vector<QueueSeries> series;
 	std::vector<std::pair<uint64_t, uint64_t>> rx;
@@ -566,7 +567,8 @@ Result<SchemeResult> run_scheme(Ctx &c, const std::string &scheme, size_t idx)
 	for (const auto &f : s.rep.flows)
 		if (f.done && f.standalone_ns)
 			sz.emplace_back(f.spec.size, f.slowdown());
-	s.bins = size_bins(sz, c.flows.size() >= 200 ? 20 : std::max<size_t>(1, std::min<size_t>(10, c.flows.size() / 5)));
+	s.nbins = c.flows.size() >= 200 ? 20 : std::max<size_t>(1, std::min<size_t>(10, c.flows.size() / 5));
+	s.bins = size_bins(sz, s.nbins);
 	const double secs = double(s.rep.elapsed_ns) / 1e9;
 	s.goodput_gbps = secs > 0 ? double(s.delivered) * 8 / secs / 1e9 : 0;
 	// queues: series relative to the run's start
@@ -649,13 +651,15 @@ Status write_scheme_files(const Ctx &c, const SchemeResult &s)
 			return o.error();
 		// the size bin of every flow: its index in s.bins by size range
 		*o << "scheme,id,src,dst,size,dport,start_ns,fct_ns,standalone_ns,slowdown,done,content_ok,size_bin\n";
+		// each completed flow's bin, by the rule the bins were counted with (-1: not completed)
+		std::vector<uint64_t> sizes;
+		for (const auto &f : s.rep.flows)
+			if (f.done && f.standalone_ns)
+				sizes.push_back(f.spec.size);
+		const auto idx = size_bin_index(sizes, s.nbins);
+		size_t next = 0;
 		for (const auto &f : s.rep.flows) {
-			int bin = -1;
-			for (size_t b = 0; b < s.bins.size(); b++)
-				if (f.spec.size >= s.bins[b].min_size && f.spec.size <= s.bins[b].max_size) {
-					bin = int(b);
-					break;
-				}
+			const int bin = f.done && f.standalone_ns ? int(idx[next++]) : -1;
 			*o << s.scheme << ',' << f.spec.id << ',' << f.spec.src << ',' << f.spec.dst << ',' << f.spec.size << ','
 			   << f.spec.dport << ',' << f.spec.start_ns << ',' << (f.done ? f.fct_ns : 0) << ',' << f.standalone_ns
 			   << ',' << (f.done ? f.slowdown() : 0.0) << ',' << (f.done ? 1 : 0) << ',' << (f.content_ok ? 1 : 0)

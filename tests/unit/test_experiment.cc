@@ -187,6 +187,7 @@ TEST_CASE("preset__parse_apply_and_errors", "[experiment]")
 		return r.error().message;
 	};
 	CHECK(bad("host-rate 10Gbps\nmtu 9000\n").find("x.preset:2: field 'mtu'") != std::string::npos);
+	CHECK(bad("host-rate 10Gbps\nmtu 4000\n").find("outside [576, 3506]") != std::string::npos);
 	CHECK(bad("host-rate fast\nmtu 1500\n").find("x.preset:1: field 'host-rate'") != std::string::npos);
 	CHECK(bad("mtu 1500\n").find("field 'host-rate': missing") != std::string::npos);
 	CHECK(bad("host-rate 10Gbps\nmtu 1500\nspeed 3\n").find("x.preset:3: field 'speed': unknown key") != std::string::npos);

@@ -173,8 +173,11 @@ Result<Preset> parse_preset(const std::string &text, const std::string &source)
 		} else if (k == "mtu") {
 			char *end = nullptr;
 			long m = std::strtol(v.c_str(), &end, 10);
-			if (*end || m < 576 || m > 4082)
-				return err_at(source, line, k, "'" + v + "' is outside [576, 4082] (the engine's 4 KB frames)");
+			// 3506: the largest IP MTU native XDP attaches to on a veth (host steering and the
+			// AF_XDP engine; docs/units.md "Path MTU")
+			if (*end || m < 576 || m > 3506)
+				return err_at(source, line, k,
+					      "'" + v + "' is outside [576, 3506] (native XDP on the host veths; docs/units.md)");
 			p.mtu = uint32_t(m);
 			have_mtu = true;
 		} else if (k == "buffer") {

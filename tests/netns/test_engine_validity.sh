@@ -2,7 +2,9 @@
 # netns: the engine's validity check can fail: a 3:1 incast of 10 Gbit/s hosts at D=1 (real
 # time, far beyond this machine) is reported INVALID with reasons. A positive control: a single
 # long flow at a generous D is reported VALID in at least one of five attempts (hypervisor
-# stalls of milliseconds can invalidate an attempt; that is the check working).
+# stalls of milliseconds can invalidate an attempt; that is the check working). If none is
+# VALID, `quench jitter` decides: a machine that stops a bare spinning loop past the stall
+# threshold every other second skips the positive control with that reason; otherwise it fails.
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "validity thresholds are wall-clock (DESIGN.md §7)"
 
@@ -25,5 +27,16 @@ for i in 1 2 3 4 5; do
 		break
 	fi
 done
-[ "$ok" -eq 1 ] || fail "a single 10 Gbit/s flow at D=100 was never valid"
+if [ "$ok" -ne 1 ]; then
+	# Never VALID: the engine's fault on a quiet machine (fail), not a result on a machine
+	# that itself stops a bare spinning loop past the stall threshold every other second
+	# (skip, with that measurement as the reason; as netns_dcqcn does).
+	thr=$(sed -n 's/.*stalls [0-9]* (threshold \([0-9]*\) ns wall.*/\1/p' <<<"$out")
+	jit=$("$QUENCH" jitter --seconds 4 --gap-us $((thr / 1000)))
+	echo "$jit"
+	rate=$(sed -n 's/.* (\([0-9.]*\) per second.*/\1/p' <<<"$jit")
+	awk -v r="$rate" 'BEGIN { exit r >= 0.5 ? 0 : 1 }' ||
+		fail "a single 10 Gbit/s flow at D=100 was never valid on a quiet machine ($jit)"
+	skip "the D=1 check passed; the positive control was never VALID in five attempts and this machine stops a spinning loop for over $((thr / 1000)) us $rate times a second ($jit)"
+fi
 pass "D=1 is invalid (with reasons), D=100 is valid"

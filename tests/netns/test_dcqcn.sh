@@ -92,6 +92,7 @@ for d in $D $((2 * D)); do
 		fct99[$d]=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | tail -1)
 		qp99[$d]=$(qstat "$out" p99)
 		echo "D=$d attempt $attempt: FCT p50 ${fct50[$d]} ns, max ${fct99[$d]} ns, queue p99 ${qp99[$d]} B, convergence ${conv[$d]} ns, $(grep -E '^validity' <<<"$out")"
+		grep -E "^  reason:" <<<"$out" || true
 		if grep -q "^validity: VALID" <<<"$out"; then
 			valid=1
 			break

@@ -12,6 +12,7 @@
 #include "bench_transport.h"
 #include "cc.h"
 #include "cmd_engine.h"
+#include "cmd_model.h"
 #include "cmd_run.h"
 #include "bringup.h"
 #include "exec.h"
@@ -52,8 +53,14 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     scheme on the same flows, results folder
                                                     (docs/experiments.md)
   compare RUN_A RUN_B                               two results folders side by side as ratios
-  jitter [--seconds S] [--gap-us G]                 how often this machine stops a spinning loop
+  jitter [--seconds S] [--gap-us G] [--threads N]   how often this machine stops a spinning loop
                                                     for more than G us (preemption, steal)
+  model [--senders N] [--rate R] [--delay T] [--mtu M] [--size B] [--stagger T]
+        [--duration T] [--from T] [--window T] [--cc SCHEME] [--cc-params SET] [--cc-set K=V]...
+        [--derived] [--kmin B --kmax B --pmax P] [--enqueue|--dequeue] [--no-np] [--seed S]
+        [--trace N --trace-out CSV] [--queue-out CSV] [--windows-out CSV]
+                                                    the reference model of one bottleneck: an ideal
+                                                    network to hold the emulator against (no root)
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   schemes                                           the congestion-control schemes that exist
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N]
@@ -354,6 +361,8 @@ int main(int argc, char **argv)
 		return cmd_compare(argc, argv, 2);
 	if (argc >= 2 && std::strcmp(argv[1], "jitter") == 0)
 		return cmd_jitter(argc, argv, 2);
+	if (argc >= 2 && std::strcmp(argv[1], "model") == 0)
+		return cmd_model(argc, argv, 2);
 	if (argc == 2 && std::strcmp(argv[1], "schemes") == 0) {
 		for (const auto &s : qn::tp::cc::schemes())
 			std::printf("%s\n", s.c_str());

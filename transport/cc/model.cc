@@ -1,0 +1,342 @@
+// model.cc - the reference bottleneck model (model.h). A discrete-event simulation with exact
+// times: senders pace at their controller's rate on their own links, one FIFO egress port
+// serves them at the line rate, the receiver's notification points send CNPs back over two hops
+// (control class: never queued behind data), ACKs likewise (one per data packet, for windows).
+#include "model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <queue>
+#include <random>
+
+namespace qn::tp::cc {
+
+namespace {
+
+uint64_t ser_ns(uint64_t bytes, uint64_t bps) { return (bytes * 8'000'000'000ULL + bps - 1) / bps; }
+
+enum class Kind { Tx, Timer, Arrive, Depart, Receive, NpTimer, Cnp, Ack, Sample };
+
+struct Event {
+	uint64_t t;
+	uint64_t seq;
+	Kind kind;
+	int who;          // sender index (or -1)
+	bool ce = false;  // Receive: the packet's mark
+	uint32_t payload = 0;
+	bool operator>(const Event &o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+struct Packet {
+	int who;
+	uint32_t frame;
+	uint32_t payload;
+	bool ce;
+};
+
+struct Sender {
+	Parts parts;
+	uint64_t start_ns = 0;
+	uint64_t next_ok = 0;        // pacing
+	uint64_t link_free = 0;      // own link
+	uint64_t sent = 0, acked = 0, received = 0;
+	uint64_t timer_at = UINT64_MAX;   // the Timer event in the queue
+	uint64_t np_timer_at = UINT64_MAX;
+	bool tx_pending = false, done_sending = false;
+	uint64_t last_rate = 0;
+};
+
+class Model {
+public:
+	explicit Model(const ModelConfig &c) : c_(c), rng_(c.seed) {}
+
+	Result<ModelResult> run()
+	{
+		if (c_.senders < 1 || c_.senders > 1024)
+			return make_error("model: senders must be 1..1024");
+		if (c_.line_rate_bps == 0 || c_.frame_bytes == 0 || c_.payload_bytes == 0 ||
+		    c_.payload_bytes > c_.frame_bytes)
+			return make_error("model: line rate, frame and payload sizes must be positive, payload <= frame");
+		if (c_.window_ns == 0 || c_.queue_interval_ns == 0 || c_.duration_ns == 0)
+			return make_error("model: duration, window and queue interval must be positive");
+		if (c_.kmax_bytes < c_.kmin_bytes)
+			return make_error("model: kmax below kmin");
+		s_.resize(size_t(c_.senders));
+		for (int i = 0; i < c_.senders; i++) {
+			Setup st = c_.setup;
+			st.line_rate_bps = c_.line_rate_bps;
+			if (st.bdp_bytes == 0)
+				st.bdp_bytes = base_rtt_ns() * c_.line_rate_bps / 8'000'000'000ULL;
+			auto p = make(st);
+			if (!p)
+				return p.error();
+			Sender &x = s_[size_t(i)];
+			x.parts = std::move(*p);
+			x.start_ns = uint64_t(i) * c_.stagger_ns;
+			x.next_ok = x.link_free = x.start_ns;
+			x.parts.controller->start(x.start_ns);
+			push(x.start_ns, Kind::Tx, i);
+			x.tx_pending = true;
+		}
+		r_.describe = s_[0].parts.describe;
+		r_.done_ns.assign(size_t(c_.senders), 0);
+		r_.windows.resize(size_t((c_.duration_ns + c_.window_ns - 1) / c_.window_ns));
+		for (size_t w = 0; w < r_.windows.size(); w++)
+			r_.windows[w].start_ns = w * c_.window_ns;
+		push(0, Kind::Sample, -1);
+		while (!q_.empty()) {
+			Event e = q_.top();
+			q_.pop();
+			if (e.t > c_.duration_ns)
+				break;
+			handle(e);
+		}
+		for (auto &w : r_.windows)
+			w.goodput_bps *= 8e9 / double(c_.window_ns);
+		return std::move(r_);
+	}
+
+private:
+	// The base RTT of a full frame: two hops each way, serialization at both links, the ACK back.
+	uint64_t base_rtt_ns() const
+	{
+		return 4 * c_.hop_delay_ns + 2 * ser_ns(c_.frame_bytes + c_.wire_overhead, c_.line_rate_bps) +
+		       2 * ser_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps);
+	}
+
+	void push(uint64_t t, Kind k, int who, bool ce = false, uint32_t payload = 0)
+	{
+		q_.push(Event{t, seq_++, k, who, ce, payload});
+	}
+
+	Controller &ctl(int i) { return *s_[size_t(i)].parts.controller; }
+
+	void trace(int i, uint64_t now)
+	{
+		Sender &x = s_[size_t(i)];
+		uint64_t r = ctl(i).output().rate_bps;
+		if (i < c_.trace_senders && (r != x.last_rate || now == x.start_ns))
+			r_.trace.push_back(ModelRatePoint{i, now, r});
+		x.last_rate = r;
+	}
+
+	// After an event for sender i: keep one Timer event at the controller's next deadline.
+	void arm_timer(int i)
+	{
+		Sender &x = s_[size_t(i)];
+		uint64_t n = ctl(i).next_timer();
+		if (n != UINT64_MAX && n < x.timer_at) {
+			x.timer_at = n;
+			push(n, Kind::Timer, i);
+		}
+	}
+
+	void arm_np(int i, uint64_t now)
+	{
+		Sender &x = s_[size_t(i)];
+		if (!x.parts.np)
+			return;
+		uint64_t n = x.parts.np->next_timer();
+		if (n != UINT64_MAX && n < x.np_timer_at) {
+			x.np_timer_at = std::max(n, now);
+			push(x.np_timer_at, Kind::NpTimer, i);
+		}
+	}
+
+	bool want_more(const Sender &x) const { return c_.flow_bytes == 0 || x.sent < c_.flow_bytes; }
+
+	void schedule_tx(int i, uint64_t now)
+	{
+		Sender &x = s_[size_t(i)];
+		if (x.tx_pending || !want_more(x))
+			return;
+		uint64_t w = ctl(i).output().window_bytes;
+		if (w && x.sent - x.acked + c_.payload_bytes > w)
+			return; // an ACK reschedules
+		x.tx_pending = true;
+		push(std::max({now, x.next_ok, x.link_free}), Kind::Tx, i);
+	}
+
+	void send(int i, uint64_t now)
+	{
+		Sender &x = s_[size_t(i)];
+		x.tx_pending = false;
+		if (!want_more(x))
+			return;
+		uint64_t w = ctl(i).output().window_bytes;
+		if (w && x.sent - x.acked + c_.payload_bytes > w)
+			return;
+		uint32_t payload = c_.payload_bytes;
+		if (c_.flow_bytes && x.sent + payload > c_.flow_bytes)
+			payload = uint32_t(c_.flow_bytes - x.sent);
+		uint32_t frame = c_.frame_bytes - (c_.payload_bytes - payload);
+		uint64_t start = std::max(now, x.link_free);
+		uint64_t ser = ser_ns(frame + c_.wire_overhead, c_.line_rate_bps);
+		x.link_free = start + ser;
+		x.sent += payload;
+		ctl(i).on_tx(now, frame);
+		uint64_t rate = ctl(i).output().rate_bps;
+		x.next_ok = rate >= c_.line_rate_bps ? x.link_free : now + ser_ns(frame + c_.wire_overhead, rate);
+		r_.data_packets++;
+		pending_.push_back(Packet{i, frame, payload, false});
+		push(start + ser + c_.hop_delay_ns, Kind::Arrive, i);
+		trace(i, now);
+		arm_timer(i);
+		schedule_tx(i, now);
+	}
+
+	bool red(uint64_t q)
+	{
+		if (!c_.ecn || q <= c_.kmin_bytes)
+			return false;
+		double p = q > c_.kmax_bytes ? 1.0
+					     : c_.pmax * double(q - c_.kmin_bytes) /
+						       double(std::max<uint64_t>(1, c_.kmax_bytes - c_.kmin_bytes));
+		return std::uniform_real_distribution<double>(0, 1)(rng_) < p;
+	}
+
+	void serve(uint64_t now)
+	{
+		if (busy_ || fifo_.empty())
+			return;
+		Packet p = fifo_.front();
+		fifo_.pop_front();
+		qbytes_ -= p.frame;
+		if (c_.mark_at_dequeue && !p.ce && red(qbytes_)) {
+			p.ce = true;
+			r_.marked++;
+		}
+		busy_ = true;
+		uint64_t end = now + ser_ns(p.frame + c_.wire_overhead, c_.line_rate_bps);
+		in_service_ = p;
+		push(end, Kind::Depart, p.who);
+	}
+
+	void handle(const Event &e)
+	{
+		switch (e.kind) {
+		case Kind::Tx:
+			send(e.who, e.t);
+			break;
+		case Kind::Timer: {
+			Sender &x = s_[size_t(e.who)];
+			if (e.t != x.timer_at)
+				break; // superseded
+			x.timer_at = UINT64_MAX;
+			ctl(e.who).on_timer(e.t);
+			trace(e.who, e.t);
+			arm_timer(e.who);
+			schedule_tx(e.who, e.t);
+			break;
+		}
+		case Kind::Arrive: {
+			// Packets reach the switch in the order they were sent on each link; the FIFO
+			// of in-flight packets keeps them per sender.
+			auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Packet &p) { return p.who == e.who; });
+			Packet p = *it;
+			pending_.erase(it);
+			if (!c_.mark_at_dequeue && red(qbytes_)) {
+				p.ce = true;
+				r_.marked++;
+			}
+			fifo_.push_back(p);
+			qbytes_ += p.frame;
+			r_.peak_queue_bytes = std::max(r_.peak_queue_bytes, qbytes_);
+			serve(e.t);
+			break;
+		}
+		case Kind::Depart:
+			busy_ = false;
+			push(e.t + c_.hop_delay_ns, Kind::Receive, in_service_.who, in_service_.ce, in_service_.payload);
+			serve(e.t);
+			break;
+		case Kind::Receive: {
+			Sender &x = s_[size_t(e.who)];
+			x.received += e.payload;
+			if (e.ce && r_.first_ce_rx_ns == 0)
+				r_.first_ce_rx_ns = e.t;
+			r_.payload_rx_bytes += e.payload;
+			size_t w = size_t(e.t / c_.window_ns);
+			if (w < r_.windows.size())
+				r_.windows[w].goodput_bps += e.payload;
+			if (c_.flow_bytes && x.received >= c_.flow_bytes && !r_.done_ns[size_t(e.who)])
+				r_.done_ns[size_t(e.who)] = e.t;
+			const uint64_t back = 2 * c_.hop_delay_ns + 2 * ser_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps);
+			if (x.parts.np && x.parts.np->on_data(e.t, e.ce)) {
+				r_.cnps++;
+				push(e.t + back, Kind::Cnp, e.who);
+			}
+			arm_np(e.who, e.t);
+			push(e.t + back, Kind::Ack, e.who, false, e.payload);
+			break;
+		}
+		case Kind::NpTimer: {
+			Sender &x = s_[size_t(e.who)];
+			if (e.t != x.np_timer_at)
+				break;
+			x.np_timer_at = UINT64_MAX;
+			if (x.parts.np->next_timer() <= e.t && x.parts.np->on_timer(e.t)) {
+				r_.cnps++;
+				push(e.t + 2 * c_.hop_delay_ns + 2 * ser_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps),
+				     Kind::Cnp, e.who);
+			}
+			arm_np(e.who, e.t);
+			break;
+		}
+		case Kind::Cnp:
+			ctl(e.who).on_cnp(CnpEvent{e.t, {}});
+			trace(e.who, e.t);
+			arm_timer(e.who);
+			schedule_tx(e.who, e.t);
+			break;
+		case Kind::Ack: {
+			Sender &x = s_[size_t(e.who)];
+			x.acked += e.payload;
+			ctl(e.who).on_ack(AckSample{e.t, e.payload, uint16_t(0), false, std::nullopt, false});
+			arm_timer(e.who);
+			schedule_tx(e.who, e.t);
+			break;
+		}
+		case Kind::Sample:
+			r_.queue_samples.push_back(qbytes_);
+			push(e.t + c_.queue_interval_ns, Kind::Sample, -1);
+			break;
+		}
+	}
+
+	ModelConfig c_;
+	std::mt19937_64 rng_;
+	std::vector<Sender> s_;
+	std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q_;
+	uint64_t seq_ = 0;
+	std::deque<Packet> pending_;   // on the host links
+	std::deque<Packet> fifo_;      // the egress queue (not the packet in service)
+	uint64_t qbytes_ = 0;
+	bool busy_ = false;
+	Packet in_service_{};
+	ModelResult r_;
+};
+
+} // namespace
+
+Result<ModelResult> run_model(const ModelConfig &c) { return Model(c).run(); }
+
+double model_mean_goodput(const ModelResult &r, uint64_t window_ns, uint64_t from_ns, uint64_t to_ns, double *lowest)
+{
+	double s = 0, lo = 0;
+	int n = 0;
+	for (const auto &w : r.windows) {
+		if (w.start_ns < from_ns || (to_ns && w.start_ns + window_ns > to_ns))
+			continue;
+		s += w.goodput_bps;
+		lo = n == 0 ? w.goodput_bps : std::min(lo, w.goodput_bps);
+		n++;
+	}
+	if (lowest)
+		*lowest = lo;
+	return n ? s / n : 0;
+}
+
+} // namespace qn::tp::cc

@@ -1,0 +1,81 @@
+// model.h - a reference packet-level model of one bottleneck, for judging the emulator and a
+// scheme's parameters against an ideal network (docs/cc.md "Reference model").
+//
+// N senders on their own links of the line rate share one switch egress port of the same rate
+// toward one receiver. Everything the emulator adds is absent: no CPU, no timer lateness, no
+// batching, no PFC (the buffer is unbounded; the peak is reported). The congestion control is
+// the project's own library (cc::make(): the same controllers and notification points the engine
+// runs), driven by exact event times. The switch marks like the tc switch (RED on the queue
+// bytes, ECT packets only) either at enqueue (the queue before the packet, as quench's switch
+// does, DESIGN.md §1) or at dequeue (the queue behind the packet as it leaves, as the HPCC
+// simulator does; common.md §3).
+//
+// Units: fabric ns, bit/s, bytes. Deterministic for a seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cc.h"
+
+namespace qn::tp::cc {
+
+struct ModelConfig {
+	int senders = 8;
+	uint64_t line_rate_bps = 10'000'000'000;
+	uint64_t hop_delay_ns = 1'000;       // propagation per link (host -> switch, switch -> host)
+	uint32_t frame_bytes = 2062;         // a full data frame (Ethernet header on; the MTU + 14)
+	uint32_t payload_bytes = 2000;       // application bytes in it
+	uint32_t wire_overhead = 24;         // preamble, SFD, FCS, gap: host links serialize frame + this
+	uint32_t cnp_frame_bytes = 78;       // a CNP frame (60 B IP packet + headers)
+	uint64_t flow_bytes = 0;             // per sender; 0 = send for the whole duration
+	uint64_t stagger_ns = 0;             // sender i starts at i x stagger
+	uint64_t duration_ns = 20'000'000;
+	// The switch's marking (switch settings of the scheme, quench switch set).
+	bool ecn = true;
+	uint64_t kmin_bytes = 5'000;
+	uint64_t kmax_bytes = 200'000;
+	double pmax = 0.01;
+	bool mark_at_dequeue = false;
+	// The scheme, as for the engine.
+	Setup setup;
+	uint64_t seed = 1;
+	// Output sampling.
+	uint64_t window_ns = 500'000;        // goodput windows
+	uint64_t queue_interval_ns = 5'000;  // queue samples
+	int trace_senders = 0;               // rate traces for the first this many senders
+};
+
+struct ModelWindow {
+	uint64_t start_ns = 0;
+	double goodput_bps = 0;              // payload bytes received x 8 / window
+};
+
+struct ModelRatePoint {
+	int sender = 0;
+	uint64_t t_ns = 0;
+	uint64_t rate_bps = 0;
+};
+
+struct ModelResult {
+	std::vector<ModelWindow> windows;
+	std::vector<uint64_t> queue_samples;  // bytes, every queue_interval_ns
+	std::vector<ModelRatePoint> trace;
+	uint64_t peak_queue_bytes = 0;
+	uint64_t marked = 0, data_packets = 0, cnps = 0;
+	uint64_t payload_rx_bytes = 0;
+	uint64_t first_ce_rx_ns = 0;          // the first CE-marked packet at the receiver (0 = none)
+	std::vector<uint64_t> done_ns;        // per sender: when its last payload byte arrived (0 = not done)
+	std::string describe;                 // the scheme's parameters in effect
+};
+
+// Run the model. Errors: a bad setup (unknown scheme, bad parameter) or impossible sizes.
+Result<ModelResult> run_model(const ModelConfig &c);
+
+// Mean goodput (bit/s) over the windows that start at or after `from_ns` and end by `to_ns`
+// (0 = the last window); lowest such window into *lowest. 0 when no window qualifies.
+double model_mean_goodput(const ModelResult &r, uint64_t window_ns, uint64_t from_ns, uint64_t to_ns,
+			  double *lowest = nullptr);
+
+} // namespace qn::tp::cc

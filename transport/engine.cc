@@ -160,6 +160,11 @@ Status Engine::open_ports()
 		    std::find(opt_.only_hosts.begin(), opt_.only_hosts.end(), n.name) == opt_.only_hosts.end())
 			continue;
 		auto h = std::make_unique<Host>();
+		// A random first IP ID per run, as hosts do: a switch's dequeue-time mark is keyed
+		// by the packet's addresses, IP ID and UDP source port (bpf/include/dqmark.h), and
+		// an entry left by an earlier run (its packet lost on the way) must not match this
+		// run's frame of the same number.
+		h->ip_id = uint16_t(std::random_device{}());
 		const Port &p = topo_.ports[size_t(topo_.ports_of(n.id)[0])];
 		const Link &l = topo_.links[size_t(p.link)];
 		h->node = n.id;
@@ -551,6 +556,8 @@ void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 	switch (p.kind) {
 	case Kind::Data: {
 		h.c.rx_data_bytes += len;
+		if (p.ecn == 3)
+			h.c.ce_rx++;
 		auto a = q->rcv.on_data(p, now);
 		if (a)
 			queue_ack(h, *q, *a);

@@ -91,6 +91,7 @@ struct RatePoint {
 struct HostCounters {
 	uint64_t tx_frames = 0, tx_bytes = 0, rx_frames = 0, rx_bytes = 0;
 	uint64_t rx_data_bytes = 0;         // bytes of data frames received for a connected QP
+	uint64_t ce_rx = 0;                 // data frames received CE-marked (for a connected QP)
 	uint64_t tx_data = 0, tx_ctrl = 0, tx_ring_full = 0, tx_no_frame = 0;
 	uint64_t pfc_rx = 0, pfc_xoff = 0, pfc_xon = 0;
 	uint64_t paused_ns[8] = {};         // fabric time each priority was paused

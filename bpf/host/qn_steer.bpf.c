@@ -3,9 +3,11 @@
  * qn_steer.bpf.c - XDP on every host veth: RoCEv2 (UDP 4791, including malformed ones, which
  * the engine counts), signal packets (BTS 4793, postcards 4792) and PFC/PAUSE frames go to the
  * AF_XDP socket bound on the receiving queue; everything else (ARP, ping, TCP) goes to the
- * kernel. With no socket on the queue the frame is passed and counted.
+ * kernel. With no socket on the queue the frame is passed and counted. A RoCE packet the
+ * switch marked at dequeue gets its CE bit here (dqmark.h).
  */
 #include "bpf_common.h"
+#include "dqmark.h"
 #include "parse.h"
 
 struct {
@@ -70,6 +72,14 @@ int qn_xdp_steer(struct xdp_md *ctx)
 	if (!qn_is_engine_frame(&p)) {
 		qn_steer_count(QN_STEER_PASS);
 		return XDP_PASS;
+	}
+	/* A mark the switch decided at dequeue (dqmark.h), before the pointers go stale. */
+	if (p.dport == QN_ROCE_UDP_PORT && (p.tos & QN_ECN_MASK) && (p.tos & QN_ECN_MASK) != QN_ECN_CE &&
+	    p.l3_off <= QN_ETH_HLEN + 4 * QN_VLAN_MAX_DEPTH) {
+		struct iphdr *ip = data + p.l3_off;
+
+		if ((void *)(ip + 1) <= data_end && qn_dqmark_take(ip, bpf_htons(p.sport)))
+			qn_ipv4_set_ce(ip);
 	}
 	/* Stamp only what goes to the engine: the kernel stack gets frames unchanged. The
 	 * stamp is written before the redirect decision (the verifier invalidates packet

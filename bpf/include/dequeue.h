@@ -5,12 +5,15 @@
  * (qn_dev_port) and its own packets by the skb->mark tag the ingress pipeline wrote. For each
  * departing packet: release egress, buffer and (ingress port, priority) accounting; post an XON
  * when a paused ingress falls to the resume threshold. Per port: peak depth and a dequeue-time
- * sample stream (qn_qsamples) at most every qn_cfg.sample_interval_wall_ns.
+ * sample stream (qn_qsamples) at most every qn_cfg.sample_interval_wall_ns. With
+ * qn_swcfg.ecn_dequeue, the RED decision for each departing ECT packet on the backlog behind it
+ * (dqmark.h).
  */
 #ifndef QN_DEQUEUE_H
 #define QN_DEQUEUE_H
 
 #include "bpf_common.h"
+#include "dqmark.h"
 #include "maps.h"
 #include "queue.h"
 
@@ -57,6 +60,40 @@ static __always_inline void qn_release_one(struct sk_buff *skb, struct qn_qstate
 	}
 }
 
+/* RED at dequeue: `backlog` is the port's queue after this packet left (the tracepoint fires
+ * after the qdisc's dequeue has taken it out). A marked packet's identity goes to qn_dqmarks for
+ * the next hop; the egress port counts the mark. */
+static __always_inline void qn_dequeue_red(struct sk_buff *skb, const struct qn_swcfg *cfg, __u64 backlog,
+					   __u32 eport)
+{
+	unsigned char *l3 = skb->head + skb->network_header;
+	struct qn_port_stats *st;
+	struct qn_dqkey k = {};
+	struct iphdr ip;
+	__u32 one = 1;
+	__u16 sport;
+
+	if (bpf_probe_read_kernel(&ip, sizeof(ip), l3))
+		return;
+	if (ip.version != 4 || ip.protocol != IPPROTO_UDP_NUM || (ip.frag_off & bpf_htons(0x3fff)))
+		return;
+	if (!(ip.tos & QN_ECN_MASK) || (ip.tos & QN_ECN_MASK) == QN_ECN_CE)
+		return;
+	if (bpf_probe_read_kernel(&sport, sizeof(sport), l3 + ip.ihl * 4))
+		return;
+	if (!qn_red_decide(cfg, backlog))
+		return;
+	k.saddr_be = ip.saddr;
+	k.daddr_be = ip.daddr;
+	k.ip_id_be = ip.id;
+	k.sport_be = sport;
+	if (bpf_map_update_elem(&qn_dqmarks, &k, &one, BPF_ANY))
+		return;
+	st = bpf_map_lookup_elem(&qn_port_stats, &eport);
+	if (st)
+		st->ecn_marked++;
+}
+
 static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_queue *txq, int packets,
 					   struct sk_buff *skb)
 {
@@ -78,13 +115,15 @@ static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_
 	if (!qs || !cfg)
 		return 0;
 	now = bpf_ktime_get_ns();
+	backlog = q->qstats.backlog;
 	for (i = 0; i < QN_DEQ_MAX_BULK; i++) { /* bounded loop (kernels >= 5.3) */
 		if (!skb || i >= packets)
 			break;
+		if (cfg->ecn && cfg->ecn_dequeue && (skb->mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC)
+			qn_dequeue_red(skb, cfg, backlog, eport);
 		qn_release_one(skb, qs, cfg, now);
 		skb = skb->next;
 	}
-	backlog = q->qstats.backlog;
 	qn_peak(qs, backlog);
 	if (now - qs->last_sample_ns >= qn_cfg.sample_interval_wall_ns) {
 		struct qn_qsample *smp;

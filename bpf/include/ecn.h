@@ -9,6 +9,7 @@
 #define QN_ECN_H
 
 #include "bpf_common.h"
+#include "qn_abi.h"
 
 #define QN_ECN_MASK 0x3
 #define QN_ECN_CE 0x3

@@ -212,6 +212,21 @@ struct qn_swcfg {
 	__u64 pfc_xon_bytes;    /* resume threshold */
 	__u32 mirror_dport;     /* recirculation test trigger: UDP dport to mirror (0 = off) */
 	__u32 loss_ppm;         /* injected random loss of RoCE data packets (1e6 = all), tests */
+	__u32 ecn_dequeue;      /* 1 = RED decided at dequeue on the queue behind the packet, applied
+	                         * by the next hop (qn_dqmarks); 0 = at enqueue (docs/switch.md) */
+	__u32 pad0;
+};
+
+/* qn_dqmarks: LRU hash shared by every switch and host steering program of a topology (pinned
+ * at /sys/fs/bpf/quench/<topology>/qn_dqmarks). A switch's dequeue hook, which cannot write the
+ * packet, records a CE decision under the packet's identity; the next hop that can write it (a
+ * switch's ingress, a host's XDP) looks the packet up, sets CE and deletes the entry. */
+#define QN_DQMARK_ENTRIES 16384
+struct qn_dqkey {
+	__u32 saddr_be;
+	__u32 daddr_be;
+	__u16 ip_id_be;
+	__u16 sport_be;
 };
 
 /* qn_qstate: ARRAY by egress port_no; shared across CPUs, updated with atomics. */

@@ -127,4 +127,16 @@ inline FrameSpec roce(uint32_t dst = kDst)
 	return f;
 }
 
+// The dequeue-mark key of an IPv4/UDP frame without VLAN tags or IP options (dqmark.h): fields
+// in network order, as the programs read them from the packet.
+inline qn_dqkey dqkey(const Bytes &f)
+{
+	qn_dqkey k{};
+	std::memcpy(&k.saddr_be, &f[26], 4);
+	std::memcpy(&k.daddr_be, &f[30], 4);
+	std::memcpy(&k.ip_id_be, &f[18], 2);
+	std::memcpy(&k.sport_be, &f[34], 2);
+	return k;
+}
+
 } // namespace qn_test

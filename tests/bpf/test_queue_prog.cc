@@ -136,6 +136,67 @@ TEST_CASE("qn_tc_ingress__red_ecn_marking", "[bpf][queue][ecn]")
 	}
 }
 
+TEST_CASE("qn_tc_ingress__dequeue_marking_defers_and_applies_upstream_marks", "[bpf][queue][ecn]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.cfg.ecn = 1;
+	fx.cfg.ecn_dequeue = 1;
+	fx.cfg.ecn_kmin_bytes = 10'000;
+	fx.cfg.ecn_kmax_bytes = 110'000;
+	fx.cfg.ecn_pmax_ppm = 200'000;
+	fx.write_cfg();
+	fx.depth(10'000'000); // far above Kmax: at enqueue every ECT packet would be marked
+	const uint8_t ect0 = (QN_DSCP_DATA << 2) | 2, notect = QN_DSCP_DATA << 2;
+	Bytes f = build_frame(with_tos(ect0)), fn = build_frame(with_tos(notect));
+	const int marks = bpf_map__fd(fx.skel->maps.qn_dqmarks);
+	const uint32_t one = 1;
+	uint32_t v = 0;
+	SECTION("at dequeue: ingress marks nothing itself (the departure hook decides)")
+	{
+		qn_port_stats before = fx.stats(kLoPort);
+		CHECK(ce_fraction(fx, f, 50) == 0.0);
+		qn_port_stats after = fx.stats(kLoPort);
+		CHECK(after.ecn_ect - before.ecn_ect == 50);
+		CHECK(after.ecn_marked == before.ecn_marked);
+	}
+	SECTION("a mark an upstream switch decided at dequeue is applied once, then forgotten")
+	{
+		qn_dqkey k = dqkey(f);
+		REQUIRE(bpf_map_update_elem(marks, &k, &one, BPF_ANY) == 0);
+		qn_port_stats before = fx.stats(kLoPort);
+		CHECK(ce_fraction(fx, f, 1) == 1.0); // CE, DSCP kept, checksum valid (ce_fraction checks)
+		CHECK(bpf_map_lookup_elem(marks, &k, &v) != 0);
+		CHECK(ce_fraction(fx, f, 1) == 0.0);
+		// It is the upstream switch's mark: not counted as this port's.
+		CHECK(fx.stats(kLoPort).ecn_marked == before.ecn_marked);
+	}
+	SECTION("another packet's entry and a Not-ECT packet leave the entry alone")
+	{
+		FrameSpec other = with_tos(ect0);
+		other.sport = 0xC001;
+		qn_dqkey k = dqkey(build_frame(other));
+		REQUIRE(bpf_map_update_elem(marks, &k, &one, BPF_ANY) == 0);
+		CHECK(ce_fraction(fx, f, 1) == 0.0);
+		qn_dqkey kn = dqkey(fn);
+		REQUIRE(bpf_map_update_elem(marks, &kn, &one, BPF_ANY) == 0);
+		CHECK(ce_fraction(fx, fn, 1) == 0.0);
+		CHECK(bpf_map_lookup_elem(marks, &k, &v) == 0);
+		CHECK(bpf_map_lookup_elem(marks, &kn, &v) == 0);
+	}
+	SECTION("at enqueue, an upstream mark still applies")
+	{
+		fx.cfg.ecn_dequeue = 0;
+		fx.write_cfg();
+		fx.depth(0);
+		qn_dqkey k = dqkey(f);
+		REQUIRE(bpf_map_update_elem(marks, &k, &one, BPF_ANY) == 0);
+		CHECK(ce_fraction(fx, f, 1) == 1.0);
+		CHECK(ce_fraction(fx, f, 20) == 0.0); // empty queue: no mark of its own
+	}
+}
+
 TEST_CASE("qn_tc_ingress__dynamic_threshold_admission", "[bpf][queue][admission]")
 {
 	if (!have_root())

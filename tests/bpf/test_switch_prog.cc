@@ -329,6 +329,27 @@ TEST_CASE("qn_xdp_steer__engine_frames_vs_kernel_frames", "[bpf][steer]")
 		{"IPv6", spec([](FrameSpec &f) { f.ipv4 = false; f.ethertype = 0x86DD; f.payload_len = 60; }), false},
 		{"UDP 4791 fragment", spec([](FrameSpec &f) { f.frag_off = 0x00B9; }), false},
 	};
+	SECTION("a mark the switch decided at dequeue is applied to RoCE data, once")
+	{
+		Bytes f = build_frame(roce());
+		qn_dqkey k = dqkey(f);
+		const uint32_t one = 1;
+		uint32_t v = 0;
+		int marks = bpf_map__fd(skel->maps.qn_dqmarks);
+		REQUIRE(bpf_map_update_elem(marks, &k, &one, BPF_ANY) == 0);
+		auto out = test_run_xdp(prog, f);
+		REQUIRE(out.ok());
+		// The output carries the arrival stamp (metadata) in front of the frame.
+		REQUIRE(out->data.size() >= f.size());
+		const uint8_t *ip = &out->data[out->data.size() - f.size() + 14];
+		CHECK((ip[1] & 3) == 3);
+		CHECK((ip[1] >> 2) == (f[15] >> 2));
+		CHECK(ipv4_checksum(ip, 20) == 0);
+		CHECK(bpf_map_lookup_elem(marks, &k, &v) != 0);
+		out = test_run_xdp(prog, f);
+		REQUIRE(out.ok());
+		CHECK((out->data[out->data.size() - f.size() + 15] & 3) == 2);
+	}
 	for (const auto &c : cases) {
 		SECTION(c.label)
 		{

@@ -249,6 +249,7 @@ TEST_CASE("dcqcn_derive__paper_fabric_keeps_values_others_scale", "[experiment]"
 	};
 	CHECK(sw(*d, "kmin") == "5000");
 	CHECK(sw(*d, "kmax") == "200000");
+	CHECK(sw(*d, "ecn_at") == "dequeue"); // common.md §3's recommendation
 	// 10 Gbit/s: s_C = 1/4 -> Kmax 50 KB, Kmin at least 2 MTU (4096), R_AI 10 Mbit/s
 	d = cc::derive("dcqcn", cc::Fabric{10'000'000'000ULL, 7'000, 2048}, true);
 	REQUIRE(d.ok());

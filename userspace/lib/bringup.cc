@@ -70,6 +70,28 @@ Status pin_steer_maps(qn_steer *skel, const std::string &dir)
 	return ok_status();
 }
 
+// qn_steer with the topology's shared qn_dqmarks (dqmark.h), loaded. Return: null on error.
+qn_steer *load_steer(const Topology &t)
+{
+	qn_steer *skel = qn_steer__open();
+	if (!skel)
+		return nullptr;
+	std::string top = std::string(kPinRoot) + "/" + t.name;
+	mkdir(kPinRoot, 0700);
+	mkdir(top.c_str(), 0700);
+	if (int e = bpf_map__set_pin_path(skel->maps.qn_dqmarks, dqmarks_pin(t).c_str()); e) {
+		qn_steer__destroy(skel);
+		errno = -e;
+		return nullptr;
+	}
+	if (int e = qn_steer__load(skel); e) {
+		qn_steer__destroy(skel);
+		errno = -e;
+		return nullptr;
+	}
+	return skel;
+}
+
 std::vector<int> cable_links(const Topology &t)
 {
 	std::vector<int> v;
@@ -101,7 +123,7 @@ CableSpec cable_spec(const Topology &t, int li)
 Status attach_cable_xdp(const Topology &t, const CableSpec &c)
 {
 	for (int k = 0; k < 2; k++) {
-		qn_steer *skel = qn_steer__open_and_load();
+		qn_steer *skel = load_steer(t);
 		if (!skel)
 			return sys_error(errno, "load qn_steer for cable " + c.name);
 		std::string dir = std::string(kPinRoot) + "/" + t.name + "/cables/" + c.ifname[k];
@@ -130,7 +152,7 @@ Status attach_cable_xdp(const Topology &t, const CableSpec &c)
 Status attach_steering(const Topology &t, int host)
 {
 	const Port &p = t.ports[size_t(t.ports_of(host)[0])];
-	qn_steer *skel = qn_steer__open_and_load();
+	qn_steer *skel = load_steer(t);
 	if (!skel)
 		return sys_error(errno, "load qn_steer");
 	std::string dir = std::string(kPinRoot) + "/" + t.name + "/" + t.nodes[size_t(host)].name;

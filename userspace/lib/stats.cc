@@ -151,6 +151,10 @@ std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev,
 		if (!reasons.empty())
 			o << "  " << p.ifname << ":" << reasons << "\n";
 	}
+	// Exact ECN counts of the ports that saw ECT packets (the table rounds).
+	for (const auto &p : c.ports)
+		if (p.s.ecn_ect || p.s.ecn_marked)
+			o << "  " << p.ifname << " ecn: ect=" << p.s.ecn_ect << " ce=" << p.s.ecn_marked << "\n";
 	std::string orphan;
 	for (int r = 1; r < QN_DROP_MAX; r++)
 		if (c.orphan_drops[r])

@@ -111,6 +111,11 @@ Status apply_swcfg(qn_swcfg &c, const std::string &k, const std::string &v)
 			c.queue_mode = QN_QMODE_VIRTUAL;
 		else
 			return make_error("switch setting 'queue': '" + v + "' is not auto, real or virtual");
+	} else if (k == "ecn_at") {
+		if (v == "enqueue" || v == "dequeue")
+			c.ecn_dequeue = v == "dequeue" ? 1u : 0u;
+		else
+			return make_error("switch setting 'ecn_at': '" + v + "' is not enqueue or dequeue");
 	} else if (k == "mirror_dport") {
 		auto d = decimal(k, v, 0, 65535);
 		if (!d)
@@ -118,8 +123,8 @@ Status apply_swcfg(qn_swcfg &c, const std::string &k, const std::string &v)
 		c.mirror_dport = uint32_t(*d);
 	} else {
 		return make_error("unknown switch setting '" + k +
-				  "' (buffer, admission, alpha, alpha_ctrl, ecn, kmin, kmax, pmax, pfc, xoff, xon, "
-				  "quanta, queue, mirror_dport, loss)");
+				  "' (buffer, admission, alpha, alpha_ctrl, ecn, ecn_at, kmin, kmax, pmax, pfc, xoff, "
+				  "xon, quanta, queue, mirror_dport, loss)");
 	}
 	return ok_status();
 }
@@ -141,10 +146,11 @@ std::string describe_swcfg(const qn_swcfg &c)
 {
 	char buf[512];
 	std::snprintf(buf, sizeof(buf),
-		      "buffer=%s admission=%s alpha=%g alpha_ctrl=%g ecn=%s kmin=%s kmax=%s pmax=%g pfc=%s xoff=%s "
-		      "xon=%s quanta=%u queue=%s mirror_dport=%u loss=%g",
+		      "buffer=%s admission=%s alpha=%g alpha_ctrl=%g ecn=%s ecn_at=%s kmin=%s kmax=%s pmax=%g pfc=%s "
+		      "xoff=%s xon=%s quanta=%u queue=%s mirror_dport=%u loss=%g",
 		      format_size(c.buffer_bytes).c_str(), c.admission ? "on" : "off", c.alpha_data_ppm / 1e6,
-		      c.alpha_ctrl_ppm / 1e6, c.ecn ? "on" : "off", format_size(c.ecn_kmin_bytes).c_str(),
+		      c.alpha_ctrl_ppm / 1e6, c.ecn ? "on" : "off", c.ecn_dequeue ? "dequeue" : "enqueue",
+		      format_size(c.ecn_kmin_bytes).c_str(),
 		      format_size(c.ecn_kmax_bytes).c_str(), c.ecn_pmax_ppm / 1e6, c.pfc ? "on" : "off",
 		      format_size(c.pfc_xoff_bytes).c_str(), format_size(c.pfc_xon_bytes).c_str(), c.pfc_quanta,
 		      c.queue_mode == QN_QMODE_AUTO ? "auto" : c.queue_mode == QN_QMODE_REAL ? "real" : "virtual",

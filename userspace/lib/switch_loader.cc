@@ -223,6 +223,10 @@ Result<SwitchSkel> open_and_load(const Topology &t, int sw, const Dilation &d)
 	skel->rodata->qn_cfg.dilation_milli = d.milli();
 	// A BPF time: fabric 10 us between queue samples per port, dilated to wall ns at load.
 	skel->rodata->qn_cfg.sample_interval_wall_ns = d.to_wall_ns(kSampleIntervalFabricNs);
+	// Dequeue-time marks go to the next hop through one map per topology (dqmark.h).
+	QN_TRY(mkdir_p(std::string(kPinRoot) + "/" + t.name));
+	if (int e = bpf_map__set_pin_path(skel->maps.qn_dqmarks, dqmarks_pin(t).c_str()); e)
+		return sys_error(e, "set the pin path of qn_dqmarks");
 	int err = qn_switch__load(skel.get());
 	if (err)
 		return sys_error(err, "load qn_switch for " + t.nodes[size_t(sw)].name +
@@ -252,6 +256,8 @@ void setup_libbpf_logging(bool verbose)
 	g_libbpf_verbose = verbose;
 	libbpf_set_print(libbpf_print);
 }
+
+std::string dqmarks_pin(const Topology &t) { return std::string(kPinRoot) + "/" + t.name + "/qn_dqmarks"; }
 
 std::string switch_pin_dir(const Topology &t, int sw)
 {

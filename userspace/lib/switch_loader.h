@@ -15,6 +15,9 @@ constexpr const char *kPinRoot = "/sys/fs/bpf/quench";
 
 // Return: /sys/fs/bpf/quench/<topology>/<switch>
 std::string switch_pin_dir(const Topology &t, int sw);
+// The topology's shared map of dequeue-time ECN marks (bpf/include/dqmark.h): every switch and
+// host steering program of the topology uses the map pinned here.
+std::string dqmarks_pin(const Topology &t);
 
 // Load, pin, fill, validate and attach the switch program for node `sw`.
 Status load_switch(const Topology &t, int sw, const Dilation &d);

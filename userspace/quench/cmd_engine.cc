@@ -251,12 +251,12 @@ void print_hosts(Engine &e)
 		uint64_t badf = 0;
 		for (auto b : c.bad)
 			badf += b;
-		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) cnp_rx %llu cnp_tx %llu malformed %llu unknown_qp %llu link_errors %llu\n",
+		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) ce_rx %llu cnp_rx %llu cnp_tx %llu malformed %llu unknown_qp %llu link_errors %llu\n",
 			    h.c_str(), static_cast<unsigned long long>(c.tx_frames), static_cast<unsigned long long>(c.rx_frames),
 			    static_cast<unsigned long long>(c.pfc_rx), static_cast<unsigned long long>(c.pfc_xoff),
 			    static_cast<unsigned long long>(c.pfc_xon), fmt_ns(c.paused_ns[QN_PRIO_DATA]).c_str(),
-			    static_cast<unsigned long long>(c.cnp_rx), static_cast<unsigned long long>(c.cnp_tx),
-			    static_cast<unsigned long long>(badf),
+			    static_cast<unsigned long long>(c.ce_rx), static_cast<unsigned long long>(c.cnp_rx),
+			    static_cast<unsigned long long>(c.cnp_tx), static_cast<unsigned long long>(badf),
 			    static_cast<unsigned long long>(c.unknown_qp), static_cast<unsigned long long>(c.link_errors));
 	}
 }

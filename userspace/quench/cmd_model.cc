@@ -33,7 +33,7 @@ int cmd_model(int argc, char **argv, int first)
 	c.setup.scheme = "dcqcn";
 	uint32_t mtu = 2048;
 	uint64_t from_ns = 5'000'000;
-	bool derived = false, kset = false;
+	bool derived = false, kset = false, mark_set = false;
 	std::string trace_out, queue_out, windows_out;
 	for (int i = first; i < argc; i++) {
 		const std::string s = argv[i];
@@ -42,8 +42,10 @@ int cmd_model(int argc, char **argv, int first)
 				derived = true;
 			else if (s == "--no-np")
 				c.setup.np = false;
-			else
+			else {
 				c.mark_at_dequeue = s == "--dequeue";
+				mark_set = true;
+			}
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -153,8 +155,10 @@ int cmd_model(int argc, char **argv, int first)
 			if (!c.setup.overrides.count(k))
 				c.setup.overrides[k] = v;
 		for (const auto &[k, v] : d->switch_settings) {
+			if (k == "ecn_at" && !mark_set)
+				c.mark_at_dequeue = v == "dequeue";
 			if (kset)
-				break; // given on the command line
+				continue; // thresholds given on the command line
 			if (k == "kmin" || k == "kmax") {
 				auto b = parse_size_bytes(v);
 				if (b)

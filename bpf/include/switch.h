@@ -149,8 +149,9 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 
-	/* A mark the upstream switch decided at dequeue (dqmark.h): the packet is CE from here. */
-	if (p.eth_proto == QN_ETH_P_IPV4 && p.proto == IPPROTO_UDP_NUM && !p.is_frag &&
+	/* A mark the upstream switch decided at dequeue (dqmark.h): the packet is CE from here.
+	 * Only a switch can have marked it: frames from a host port are not looked up. */
+	if (port->role != QN_ROLE_HOST && p.eth_proto == QN_ETH_P_IPV4 && p.proto == IPPROTO_UDP_NUM && !p.is_frag &&
 	    (p.tos & QN_ECN_MASK) && (p.tos & QN_ECN_MASK) != QN_ECN_CE &&
 	    p.l3_off <= QN_ETH_HLEN + 4 * QN_VLAN_MAX_DEPTH) {
 		struct iphdr *uip = data + p.l3_off;

@@ -59,11 +59,11 @@ FrameSpec with_tos(uint8_t tos)
 }
 
 // Fraction of `n` runs of frame f that come out CE.
-double ce_fraction(QueueFixture &fx, const Bytes &f, int n)
+double ce_fraction(QueueFixture &fx, const Bytes &f, int n, uint32_t port = kHostPort)
 {
 	int ce = 0;
 	for (int i = 0; i < n; i++) {
-		TestRunOut out = fx.ingress(f, kHostPort);
+		TestRunOut out = fx.ingress(f, port);
 		REQUIRE(out.retval == TC_ACT_REDIRECT_);
 		REQUIRE(ipv4_checksum(&out.data[14], 20) == 0);
 		REQUIRE((out.data[15] >> 2) == (f[15] >> 2)); // DSCP kept
@@ -165,10 +165,13 @@ TEST_CASE("qn_tc_ingress__dequeue_marking_defers_and_applies_upstream_marks", "[
 	{
 		qn_dqkey k = dqkey(f);
 		REQUIRE(bpf_map_update_elem(marks, &k, &one, BPF_ANY) == 0);
+		// From a host port: no switch can have marked it, the entry is not even looked up.
+		CHECK(ce_fraction(fx, f, 1, kHostPort) == 0.0);
+		CHECK(bpf_map_lookup_elem(marks, &k, &v) == 0);
 		qn_port_stats before = fx.stats(kLoPort);
-		CHECK(ce_fraction(fx, f, 1) == 1.0); // CE, DSCP kept, checksum valid (ce_fraction checks)
+		CHECK(ce_fraction(fx, f, 1, kSwitchPort) == 1.0); // CE, DSCP kept, checksum valid
 		CHECK(bpf_map_lookup_elem(marks, &k, &v) != 0);
-		CHECK(ce_fraction(fx, f, 1) == 0.0);
+		CHECK(ce_fraction(fx, f, 1, kSwitchPort) == 0.0);
 		// It is the upstream switch's mark: not counted as this port's.
 		CHECK(fx.stats(kLoPort).ecn_marked == before.ecn_marked);
 	}
@@ -178,10 +181,10 @@ TEST_CASE("qn_tc_ingress__dequeue_marking_defers_and_applies_upstream_marks", "[
 		other.sport = 0xC001;
 		qn_dqkey k = dqkey(build_frame(other));
 		REQUIRE(bpf_map_update_elem(marks, &k, &one, BPF_ANY) == 0);
-		CHECK(ce_fraction(fx, f, 1) == 0.0);
+		CHECK(ce_fraction(fx, f, 1, kSwitchPort) == 0.0);
 		qn_dqkey kn = dqkey(fn);
 		REQUIRE(bpf_map_update_elem(marks, &kn, &one, BPF_ANY) == 0);
-		CHECK(ce_fraction(fx, fn, 1) == 0.0);
+		CHECK(ce_fraction(fx, fn, 1, kSwitchPort) == 0.0);
 		CHECK(bpf_map_lookup_elem(marks, &k, &v) == 0);
 		CHECK(bpf_map_lookup_elem(marks, &kn, &v) == 0);
 	}
@@ -192,8 +195,8 @@ TEST_CASE("qn_tc_ingress__dequeue_marking_defers_and_applies_upstream_marks", "[
 		fx.depth(0);
 		qn_dqkey k = dqkey(f);
 		REQUIRE(bpf_map_update_elem(marks, &k, &one, BPF_ANY) == 0);
-		CHECK(ce_fraction(fx, f, 1) == 1.0);
-		CHECK(ce_fraction(fx, f, 20) == 0.0); // empty queue: no mark of its own
+		CHECK(ce_fraction(fx, f, 1, kSwitchPort) == 1.0);
+		CHECK(ce_fraction(fx, f, 20, kSwitchPort) == 0.0); // empty queue: no mark of its own
 	}
 }
 

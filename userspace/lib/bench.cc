@@ -26,6 +26,7 @@
 #include "qn_bare.skel.h"
 #include "qn_switch.skel.h"
 #include "rawsock.h"
+#include "swcfg.h"
 #include "switch_loader.h"
 #include "testrun.h"
 
@@ -210,6 +211,14 @@ Result<std::string> bench_switch(const BenchOptions &o)
 	QN_TRY(attach_sink(t));
 
 	int h2 = t.find("h2"), s1 = t.find("s1");
+	if (o.ecn_dequeue) {
+		// RED decided in the departure hook for every ECT frame (the frames below are ECT(0)).
+		auto c = read_swcfg(switch_pin_dir(t, s1));
+		if (!c)
+			return c.error();
+		c->ecn_dequeue = 1;
+		QN_TRY(write_swcfg(switch_pin_dir(t, s1), *c));
+	}
 	const Port &sp1 = t.ports[size_t(t.ports_of(s1)[0])];
 	std::vector<Bytes> frames;
 	for (int i = 0; i < 64; i++) {
@@ -254,8 +263,8 @@ Result<std::string> bench_switch(const BenchOptions &o)
 	char line[256];
 	std::snprintf(line, sizeof(line),
 		      "quench bench switch: %zu B frames, %d AF_PACKET sender(s) h1 -> s1 -> h2 (star, HTB at "
-		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, ABBA order\n",
-		      frames[0].size(), o.senders, o.rounds, o.seconds);
+		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, ABBA order; RED/ECN at %s\n",
+		      frames[0].size(), o.senders, o.rounds, o.seconds, o.ecn_dequeue ? "dequeue" : "enqueue");
 	out << line;
 	out << "variant                 ";
 	for (int r = 0; r < o.rounds; r++) {

@@ -15,6 +15,7 @@ struct BenchOptions {
 	size_t frame_bytes = 64;
 	int senders = 1;        // AF_PACKET sender threads in the sending host
 	uint32_t testrun_repeat = 20000; // single TEST_RUN calls whose median is reported
+	bool ecn_dequeue = false; // the quench switch decides RED at dequeue (switch setting ecn_at)
 };
 
 // Return: the report text; the bench topology is removed on every path.

@@ -238,8 +238,9 @@ Status spawn_switchd(const std::string &self, const std::string &topology)
 	if (rc)
 		return sys_error(rc, "start " + self + " switchd " + topology);
 	std::ofstream(pid_path(topology)) << pid << "\n";
-	// It must come up (open its sockets and ring buffers) or say why.
-	for (int i = 0; i < 100; i++) {
+	// It must come up (open its sockets and ring buffers) or say why. 10 s: under QEMU's TCG
+	// (the kernel CI) exec and start-up of the 28 MB binary took over 2 s once.
+	for (int i = 0; i < 500; i++) {
 		std::ifstream lf(log_path(topology));
 		std::string log((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
 		if (log.find("switchd " + topology + ":") != std::string::npos)
@@ -249,7 +250,7 @@ Status spawn_switchd(const std::string &self, const std::string &topology)
 			return make_error("switchd " + topology + " exited: " + log);
 		usleep(20000);
 	}
-	return make_error("switchd " + topology + " did not start within 2 s (log " + log_path(topology) + ")");
+	return make_error("switchd " + topology + " did not start within 10 s (log " + log_path(topology) + ")");
 }
 
 void stop_switchd(const std::string &topology)

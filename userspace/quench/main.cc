@@ -63,7 +63,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     network to hold the emulator against (no root)
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   schemes                                           the congestion-control schemes that exist
-  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N]
+  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue]
                                                     quench's switch vs a bare redirect, side by side
   bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
 
@@ -95,6 +95,7 @@ struct Args {
 	int rounds = 10;
 	size_t size = 64;
 	int senders = 1;
+	bool ecn_dequeue = false;
 };
 
 bool parse_num(const std::string &s, double &out)
@@ -123,6 +124,8 @@ std::string parse_args(int argc, char **argv, Args &a)
 			a.no_steering = true;
 		} else if (s == "--no-cables") {
 			a.no_cables = true;
+		} else if (s == "--ecn-dequeue") {
+			a.ecn_dequeue = true;
 		} else if (s == "--param") {
 			const char *v = need("--param");
 			if (!v)
@@ -339,6 +342,7 @@ int cmd_bench(const Args &a)
 	o.rounds = a.rounds;
 	o.frame_bytes = a.size;
 	o.senders = a.senders;
+	o.ecn_dequeue = a.ecn_dequeue;
 	auto r = qn::bench_switch(o);
 	if (!r)
 		return fail(r.error().to_string());

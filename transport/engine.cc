@@ -99,6 +99,13 @@ Result<std::pair<uint64_t, uint64_t>> read_softnet()
 	return std::make_pair(drops, squeeze);
 }
 
+std::pair<uint64_t, uint64_t> default_rto_ns(const std::string &scheme)
+{
+	if (cc::wants_pfc(scheme))
+		return {67'108'864, 67'108'864}; // 4.096 us x 2^14
+	return {100'000, 320'000};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Set-up
 
@@ -286,6 +293,9 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 				  " does not fit the engine's " + std::to_string(kChunkBytes) + "-byte frames (MTU <= " +
 				  std::to_string(kChunkBytes - QN_ETH_HLEN) + ")");
 	const size_t payload = payload_mtu(pi.mtu);
+	const auto [def_low, def_high] = default_rto_ns(o.cc.scheme);
+	const uint64_t rto_low = o.rto_low_ns ? o.rto_low_ns : def_low;
+	const uint64_t rto_high = o.rto_high_ns ? o.rto_high_ns : def_high;
 	auto make = [&](size_t host, uint32_t qpn, uint32_t peer_qpn, const Endpoint &dst) -> Result<QpHandle> {
 		QpConfig c;
 		c.qpn = qpn;
@@ -293,8 +303,8 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		c.payload_mtu = uint32_t(payload);
 		c.mode = o.mode;
 		c.ack_every = o.ack_every;
-		c.rto_low_ns = o.rto_low_ns;
-		c.rto_high_ns = o.rto_high_ns;
+		c.rto_low_ns = rto_low;
+		c.rto_high_ns = rto_high;
 		c.window_bytes = o.window_bytes;
 		auto q = std::make_unique<Qp>(c, o.keep_data, o.verify_pattern, o.hash_payload);
 		q->id = QpHandle(qps_.size());
@@ -322,7 +332,7 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 	uint32_t qa = next_qpn_++, qb = next_qpn_++;
 	if (next_qpn_ > 0x3FFF)
 		return make_error("connect: out of QP numbers (16K per engine: the UDP source port carries 14 bits)");
-	min_rto_ns_ = std::min(min_rto_ns_, std::max<uint64_t>(1000, std::min(o.rto_low_ns, o.rto_high_ns)));
+	min_rto_ns_ = std::min(min_rto_ns_, std::max<uint64_t>(1000, std::min(rto_low, rto_high)));
 	auto ra = make(ia->second, qa, qb, hosts_[ib->second]->ep);
 	if (!ra)
 		return ra.error();

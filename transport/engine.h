@@ -57,8 +57,9 @@ struct EngineOptions {
 struct QpOptions {
 	Reliability mode = Reliability::GoBackN;
 	uint32_t ack_every = 1;
-	uint64_t rto_low_ns = 100'000;
-	uint64_t rto_high_ns = 320'000;
+	// Retransmission timeouts (fabric). 0 = the scheme's default (lossless_rto() / IRN's).
+	uint64_t rto_low_ns = 0;
+	uint64_t rto_high_ns = 0;
 	uint64_t window_bytes = 0;          // 0 = none
 	uint64_t rate_bps = 0;              // per-QP rate limit; 0 = the host's link rate
 	bool keep_data = false;             // receiver keeps delivered bytes (tests)
@@ -69,6 +70,14 @@ struct QpOptions {
 	cc::Setup cc;
 	bool trace = false;                 // record this QP's rate/window trace (both directions)
 };
+
+// The default retransmission timeouts of a QP of `scheme`: {rto_low, rto_high} (fabric ns).
+// Lossy schemes: IRN's 100 / 320 us (common.md §6). Lossless schemes (the switch runs PFC): a
+// RoCE NIC's QP timeout, 4.096 us x 2^14 = 67.1 ms (IB's local ACK timeout with the attribute
+// 14 that rdma-core's tools set; the ns-3 simulators disable timeouts when PFC is on,
+// common.md §6). With PFC nothing is dropped, so a timeout only ever fired spuriously, behind
+// a queue or a pause longer than IRN's RTO, and made go-back-N resend what was on its way.
+std::pair<uint64_t, uint64_t> default_rto_ns(const std::string &scheme);
 
 using QpHandle = uint32_t;
 

@@ -5,7 +5,7 @@
 # dequeue: every mark the port decides reaches the receiver; the bottleneck's p99 and mean queue
 # stay below the no-CC run, CNPs are seen, mean goodput from 5 ms to the first completion is
 # >= 90% of the bottleneck and within 5% of the reference model (quench model). PFC only: the
-# switch drops nothing and PAUSE frames are seen. The same incast (paper parameters) at D and 2D
+# switch drops nothing, PAUSE frames are seen and nothing is retransmitted. The same incast (paper parameters) at D and 2D
 # gives the same fabric-time FCTs, queue p99 and convergence time within 10% (medians of three
 # VALID runs). Two flows on the dumbbell converge to a fair share (Jain >= 0.95, time reported).
 # Only VALID runs are results: when a check has no VALID run and `quench jitter` shows this
@@ -102,7 +102,7 @@ else
 	unchecked="incast queues and goodput not checked: no VALID run of $unchecked in four attempts; $STALLS"
 fi
 
-# 3. PFC only: lossless, PAUSE frames seen.
+# 3. PFC only: lossless, PAUSE frames seen, no retransmission.
 "$QUENCH" switch set "$TOPO_NAME/tor" pfc=on >/dev/null
 # exact drop counts: the per-port reason lines ("  tor-p1: buffer=1621436")
 drops() { "$QUENCH" switch stats "$TOPO_NAME/tor" | awk '/^  tor-p[0-9]+:/ {for (i = 2; i <= NF; i++) {split($i, kv, "="); s += kv[2]}} END {print s+0}'; }
@@ -114,6 +114,10 @@ echo "PFC only: switch drops $((after - before)), PAUSE frames received by hosts
 [ "$((after - before))" -eq 0 ] || fail "PFC only: the switch dropped $((after - before)) packets"
 [ "$pauses" -gt 0 ] || fail "PFC only: no PAUSE frame reached a host"
 grep -q "flows done 8/8, content errors 0" <<<"$out" || fail "PFC only: $out"
+# Lossless: nothing to retransmit. (Before lossless schemes got a RoCE NIC's QP timeout, IRN's
+# 100/320 us RTO fired behind the paused queue: 150-1232 spurious go-back-N resends per run.)
+grep -q "retransmitted 0, timeouts 0, duplicates 0" <<<"$out" ||
+	fail "PFC only: retransmissions in a lossless run: $(grep -E '^goodput' <<<"$out")"
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 
 # 3b. dilation is real: the same DCQCN incast (8 x 512 KB, paper parameters, the topology's

@@ -21,6 +21,25 @@ Error err_at(const std::string &src, int line, const std::string &field, const s
 	return make_error(src + ":" + std::to_string(line) + ": field '" + field + "': " + msg);
 }
 
+// One field's value as a time / a positive rate, or an error naming file, line and field.
+Status time_at(const std::string &src, int line, const std::string &k, const std::string &v, uint64_t &out)
+{
+	auto r = parse_time_ns(v);
+	if (!r)
+		return err_at(src, line, k, "'" + v + "' is not a time (e.g. 10us)");
+	out = *r;
+	return ok_status();
+}
+
+Status rate_at(const std::string &src, int line, const std::string &k, const std::string &v, uint64_t &out)
+{
+	auto r = parse_rate_bps(v);
+	if (!r || *r == 0)
+		return err_at(src, line, k, "'" + v + "' is not a rate (e.g. 40Gbps)");
+	out = *r;
+	return ok_status();
+}
+
 std::vector<std::string> tokens(const std::string &line)
 {
 	std::string s = line.substr(0, line.find('#'));
@@ -139,20 +158,8 @@ Result<Preset> parse_preset(const std::string &text, const std::string &source)
 		if (t.size() != 2)
 			return err_at(source, line, k, "expected '" + k + " VALUE'");
 		const std::string &v = t[1];
-		auto rate = [&](uint64_t &out) -> Status {
-			auto r = parse_rate_bps(v);
-			if (!r || *r == 0)
-				return err_at(source, line, k, "'" + v + "' is not a rate (e.g. 40Gbps)");
-			out = *r;
-			return ok_status();
-		};
-		auto time = [&](uint64_t &out) -> Status {
-			auto r = parse_time_ns(v);
-			if (!r)
-				return err_at(source, line, k, "'" + v + "' is not a time (e.g. 1us)");
-			out = *r;
-			return ok_status();
-		};
+		auto rate = [&](uint64_t &out) { return rate_at(source, line, k, v, out); };
+		auto time = [&](uint64_t &out) { return time_at(source, line, k, v, out); };
 		if (k == "name") {
 			p.name = v;
 		} else if (k == "paper") {
@@ -285,13 +292,7 @@ Result<Workload> parse_workload(const std::string &src, int line, const std::vec
 		if (seen[k])
 			return err_at(src, line, k, "given twice");
 		seen[k] = true;
-		auto time = [&](uint64_t &out) -> Status {
-			auto r = parse_time_ns(v);
-			if (!r)
-				return err_at(src, line, k, "'" + v + "' is not a time (e.g. 10us)");
-			out = *r;
-			return ok_status();
-		};
+		auto time = [&](uint64_t &out) { return time_at(src, line, k, v, out); };
 		if (k == "dst") {
 			w.dst = v;
 		} else if (k == "senders") {

@@ -119,7 +119,8 @@ static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_
 	for (i = 0; i < QN_DEQ_MAX_BULK; i++) { /* bounded loop (kernels >= 5.3) */
 		if (!skb || i >= packets)
 			break;
-		if (cfg->ecn && cfg->ecn_dequeue && (skb->mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC)
+		if (cfg->ecn && cfg->ecn_dequeue && (skb->mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC &&
+		    skb->priority != QN_HTB_CLASS_CONTROL) /* data class only (dcqcn.md §3.1) */
 			qn_dequeue_red(skb, cfg, backlog, eport);
 		qn_release_one(skb, qs, cfg, now);
 		skb = skb->next;

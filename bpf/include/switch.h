@@ -211,7 +211,9 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 			qn_count_drop(st, QN_DROP_BUFFER);
 			return TC_ACT_SHOT;
 		}
-		if (cfg->ecn && (p.tos & QN_ECN_MASK) && (p.tos & QN_ECN_MASK) != QN_ECN_CE) {
+		/* Only the data class is marked; the control class (CNP, ACK, signals) never is
+		 * (dcqcn.md §3.1). */
+		if (cfg->ecn && !qn_is_ctrl(&p) && (p.tos & QN_ECN_MASK) && (p.tos & QN_ECN_MASK) != QN_ECN_CE) {
 			if (est)
 				est->ecn_ect++;
 			/* At enqueue on the depth ahead; at dequeue the departure hook decides. */

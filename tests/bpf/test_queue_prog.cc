@@ -117,6 +117,16 @@ TEST_CASE("qn_tc_ingress__red_ecn_marking", "[bpf][queue][ecn]")
 		fx.depth(10'000'000);
 		CHECK(ce_fraction(fx, fn, 300) == 0.0);
 	}
+	SECTION("the control class (CNP, ACK) is never marked, even ECT above Kmax")
+	{
+		fx.depth(10'000'000);
+		for (uint8_t op : {uint8_t(QN_OP_CNP), uint8_t(QN_OP_RC_ACK)}) {
+			FrameSpec c = with_tos(ect0);
+			c.opcode = op;
+			CAPTURE(int(op));
+			CHECK(ce_fraction(fx, build_frame(c), 50) == 0.0);
+		}
+	}
 	SECTION("ECN off: nothing marked")
 	{
 		fx.cfg.ecn = 0;

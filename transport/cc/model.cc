@@ -235,6 +235,8 @@ private:
 			// Packets reach the switch in the order they were sent on each link; the FIFO
 			// of in-flight packets keeps them per sender.
 			auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Packet &p) { return p.who == e.who; });
+			if (it == pending_.end())
+				break; // cannot happen: every Arrive event has its packet on the link
 			Packet p = *it;
 			pending_.erase(it);
 			if (!c_.mark_at_dequeue && red(qbytes_)) {

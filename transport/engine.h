@@ -57,7 +57,7 @@ struct EngineOptions {
 struct QpOptions {
 	Reliability mode = Reliability::GoBackN;
 	uint32_t ack_every = 1;
-	// Retransmission timeouts (fabric). 0 = the scheme's default (lossless_rto() / IRN's).
+	// Retransmission timeouts (fabric). 0 = the scheme's default (default_rto_ns()).
 	uint64_t rto_low_ns = 0;
 	uint64_t rto_high_ns = 0;
 	uint64_t window_bytes = 0;          // 0 = none

@@ -74,13 +74,7 @@ int qn_xdp_steer(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 	/* A mark the switch decided at dequeue (dqmark.h), before the pointers go stale. */
-	if (p.dport == QN_ROCE_UDP_PORT && (p.tos & QN_ECN_MASK) && (p.tos & QN_ECN_MASK) != QN_ECN_CE &&
-	    p.l3_off <= QN_ETH_HLEN + 4 * QN_VLAN_MAX_DEPTH) {
-		struct iphdr *ip = data + p.l3_off;
-
-		if ((void *)(ip + 1) <= data_end && qn_dqmark_take(ip, bpf_htons(p.sport)))
-			qn_ipv4_set_ce(ip);
-	}
+	qn_dqmark_apply(data, data_end, &p);
 	/* Stamp only what goes to the engine: the kernel stack gets frames unchanged. The
 	 * stamp is written before the redirect decision (the verifier invalidates packet
 	 * pointers across adjust_meta) and is harmless if the frame ends up passed. */

@@ -19,6 +19,7 @@
 #include "bpf_common.h"
 #include "qn_abi.h"
 #include "ecn.h"
+#include "parse.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -27,19 +28,30 @@ struct {
 	__type(value, __u32);
 } qn_dqmarks SEC(".maps");
 
-/* Return: 1 when a pending dequeue-time mark for this IPv4/UDP packet was taken (the caller
- * sets CE). `ip` and the 4 bytes after its header (UDP ports) are already bounds-checked. */
-static __always_inline int qn_dqmark_take(const struct iphdr *ip, __u16 sport_be)
+/* The next hop's half: if an upstream switch decided at dequeue to mark this parsed packet,
+ * take the entry and set CE in the packet (DSCP kept, checksum patched). Only what the dequeue
+ * hook can mark is looked up: unfragmented IPv4/UDP, ECT and not yet CE. `data`, `data_end`:
+ * the packet window `p` was parsed from. Return: 1 when the packet was marked. */
+static __always_inline int qn_dqmark_apply(void *data, void *data_end, const struct qn_pkt *p)
 {
 	struct qn_dqkey k = {};
+	struct iphdr *ip;
 
+	if (p->eth_proto != QN_ETH_P_IPV4 || p->proto != IPPROTO_UDP_NUM || p->is_frag ||
+	    !(p->tos & QN_ECN_MASK) || (p->tos & QN_ECN_MASK) == QN_ECN_CE ||
+	    p->l3_off > QN_ETH_HLEN + 4 * QN_VLAN_MAX_DEPTH)
+		return 0;
+	ip = data + p->l3_off;
+	if ((void *)(ip + 1) > data_end)
+		return 0;
 	k.saddr_be = ip->saddr;
 	k.daddr_be = ip->daddr;
 	k.ip_id_be = ip->id;
-	k.sport_be = sport_be;
+	k.sport_be = bpf_htons(p->sport);
 	if (!bpf_map_lookup_elem(&qn_dqmarks, &k))
 		return 0;
 	bpf_map_delete_elem(&qn_dqmarks, &k);
+	qn_ipv4_set_ce(ip);
 	return 1;
 }
 

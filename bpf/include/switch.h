@@ -99,7 +99,7 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	__u32 idx, n, eport, in_port, prio, len = skb->len;
 	__u64 now, depth_b = 0, depth_p = 0;
 	__s64 tokens = 0;
-	int qsrc = -1, mark_ce = 0, up_ce = 0;
+	int qsrc = -1, mark_ce = 0;
 	long ret;
 
 	port = bpf_map_lookup_elem(&qn_ports, &ifindex);
@@ -151,16 +151,8 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 
 	/* A mark the upstream switch decided at dequeue (dqmark.h): the packet is CE from here.
 	 * Only a switch can have marked it: frames from a host port are not looked up. */
-	if (port->role != QN_ROLE_HOST && p.eth_proto == QN_ETH_P_IPV4 && p.proto == IPPROTO_UDP_NUM && !p.is_frag &&
-	    (p.tos & QN_ECN_MASK) && (p.tos & QN_ECN_MASK) != QN_ECN_CE &&
-	    p.l3_off <= QN_ETH_HLEN + 4 * QN_VLAN_MAX_DEPTH) {
-		struct iphdr *uip = data + p.l3_off;
-
-		if ((void *)(uip + 1) <= data_end && qn_dqmark_take(uip, bpf_htons(p.sport))) {
-			up_ce = 1;
-			p.tos |= QN_ECN_CE;
-		}
-	}
+	if (port->role != QN_ROLE_HOST && qn_dqmark_apply(data, data_end, &p))
+		p.tos |= QN_ECN_CE;
 
 	key.prefixlen = 32;
 	key.addr_be = p.daddr_be;
@@ -239,10 +231,11 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 			return TC_ACT_SHOT;
 		}
 		qn_ip_decrease_ttl(ip);
-		if (mark_ce || up_ce)
+		if (mark_ce) {
 			qn_ipv4_set_ce(ip);
-		if (mark_ce && est)
-			est->ecn_marked++;
+			if (est)
+				est->ecn_marked++;
+		}
 		__builtin_memcpy(eth->h_dest, nh->dmac, 6);
 		__builtin_memcpy(eth->h_source, nh->smac, 6);
 	}

@@ -4,6 +4,8 @@
 // (control class: never queued behind data), ACKs likewise (one per data packet, for windows).
 #include "model.h"
 
+#include "pacer.h"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -14,8 +16,6 @@
 namespace qn::tp::cc {
 
 namespace {
-
-uint64_t ser_ns(uint64_t bytes, uint64_t bps) { return (bytes * 8'000'000'000ULL + bps - 1) / bps; }
 
 enum class Kind { Tx, Timer, Arrive, Depart, Receive, NpTimer, Cnp, Ack, Sample };
 
@@ -68,7 +68,7 @@ public:
 			Setup st = c_.setup;
 			st.line_rate_bps = c_.line_rate_bps;
 			if (st.bdp_bytes == 0)
-				st.bdp_bytes = base_rtt_ns() * c_.line_rate_bps / 8'000'000'000ULL;
+				st.bdp_bytes = model_base_rtt_ns(c_) * c_.line_rate_bps / 8'000'000'000ULL;
 			auto p = make(st);
 			if (!p)
 				return p.error();
@@ -99,13 +99,6 @@ public:
 	}
 
 private:
-	// The base RTT of a full frame: two hops each way, serialization at both links, the ACK back.
-	uint64_t base_rtt_ns() const
-	{
-		return 4 * c_.hop_delay_ns + 2 * ser_ns(c_.frame_bytes + c_.wire_overhead, c_.line_rate_bps) +
-		       2 * ser_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps);
-	}
-
 	void push(uint64_t t, Kind k, int who, bool ce = false, uint32_t payload = 0)
 	{
 		q_.push(Event{t, seq_++, k, who, ce, payload});
@@ -173,12 +166,12 @@ private:
 			payload = uint32_t(c_.flow_bytes - x.sent);
 		uint32_t frame = c_.frame_bytes - (c_.payload_bytes - payload);
 		uint64_t start = std::max(now, x.link_free);
-		uint64_t ser = ser_ns(frame + c_.wire_overhead, c_.line_rate_bps);
+		uint64_t ser = serialization_ns(frame + c_.wire_overhead, c_.line_rate_bps);
 		x.link_free = start + ser;
 		x.sent += payload;
 		ctl(i).on_tx(now, frame);
 		uint64_t rate = ctl(i).output().rate_bps;
-		x.next_ok = rate >= c_.line_rate_bps ? x.link_free : now + ser_ns(frame + c_.wire_overhead, rate);
+		x.next_ok = rate >= c_.line_rate_bps ? x.link_free : now + serialization_ns(frame + c_.wire_overhead, rate);
 		r_.data_packets++;
 		pending_.push_back(Packet{i, frame, payload, false});
 		push(start + ser + c_.hop_delay_ns, Kind::Arrive, i);
@@ -209,7 +202,7 @@ private:
 			r_.marked++;
 		}
 		busy_ = true;
-		uint64_t end = now + ser_ns(p.frame + c_.wire_overhead, c_.line_rate_bps);
+		uint64_t end = now + serialization_ns(p.frame + c_.wire_overhead, c_.line_rate_bps);
 		in_service_ = p;
 		push(end, Kind::Depart, p.who);
 	}
@@ -265,7 +258,7 @@ private:
 				r_.windows[w].goodput_bps += e.payload;
 			if (c_.flow_bytes && x.received >= c_.flow_bytes && !r_.done_ns[size_t(e.who)])
 				r_.done_ns[size_t(e.who)] = e.t;
-			const uint64_t back = 2 * c_.hop_delay_ns + 2 * ser_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps);
+			const uint64_t back = 2 * c_.hop_delay_ns + 2 * serialization_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps);
 			if (x.parts.np && x.parts.np->on_data(e.t, e.ce)) {
 				r_.cnps++;
 				push(e.t + back, Kind::Cnp, e.who);
@@ -281,7 +274,7 @@ private:
 			x.np_timer_at = UINT64_MAX;
 			if (x.parts.np->next_timer() <= e.t && x.parts.np->on_timer(e.t)) {
 				r_.cnps++;
-				push(e.t + 2 * c_.hop_delay_ns + 2 * ser_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps),
+				push(e.t + 2 * c_.hop_delay_ns + 2 * serialization_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps),
 				     Kind::Cnp, e.who);
 			}
 			arm_np(e.who, e.t);
@@ -324,6 +317,12 @@ private:
 } // namespace
 
 Result<ModelResult> run_model(const ModelConfig &c) { return Model(c).run(); }
+
+uint64_t model_base_rtt_ns(const ModelConfig &c)
+{
+	return 4 * c.hop_delay_ns + 2 * serialization_ns(c.frame_bytes + c.wire_overhead, c.line_rate_bps) +
+	       2 * serialization_ns(c.cnp_frame_bytes + c.wire_overhead, c.line_rate_bps);
+}
 
 double model_mean_goodput(const ModelResult &r, uint64_t window_ns, uint64_t from_ns, uint64_t to_ns, double *lowest)
 {

@@ -73,6 +73,10 @@ struct ModelResult {
 // Run the model. Errors: a bad setup (unknown scheme, bad parameter) or impossible sizes.
 Result<ModelResult> run_model(const ModelConfig &c);
 
+// The base RTT of a full frame in `c`: two hops each way, serialization on both links, the
+// ACK back (what the scheme's parameters are derived for).
+uint64_t model_base_rtt_ns(const ModelConfig &c);
+
 // Mean goodput (bit/s) over the windows that start at or after `from_ns` and end by `to_ns`
 // (0 = the last window); lowest such window into *lowest. 0 when no window qualifies.
 double model_mean_goodput(const ModelResult &r, uint64_t window_ns, uint64_t from_ns, uint64_t to_ns,

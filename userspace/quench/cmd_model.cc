@@ -145,8 +145,7 @@ int cmd_model(int argc, char **argv, int first)
 	// UDP, BTH and ICRC.
 	c.payload_bytes = payload_mtu(mtu);
 	c.frame_bytes = c.payload_bytes + 14 + 20 + 8 + 12 + 4;
-	const uint64_t rtt = 4 * c.hop_delay_ns + 2 * serialization_ns(wire_bytes(c.frame_bytes), c.line_rate_bps) +
-			     2 * serialization_ns(wire_bytes(c.cnp_frame_bytes), c.line_rate_bps);
+	const uint64_t rtt = cc::model_base_rtt_ns(c);
 	if (derived) {
 		auto d = cc::derive(c.setup.scheme, cc::Fabric{c.line_rate_bps, rtt, mtu}, true);
 		if (!d)
@@ -168,7 +167,7 @@ int cmd_model(int argc, char **argv, int first)
 			}
 		}
 		for (const auto &n : d->notes)
-			std::printf("derived %s: %s\n", c.setup.scheme.c_str(), n.c_str());
+			std::printf("derived %s\n", n.c_str());
 	}
 	c.ecn = c.setup.scheme != "none" && c.setup.scheme != "pfc";
 	auto r = cc::run_model(c);

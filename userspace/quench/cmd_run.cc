@@ -217,11 +217,7 @@ Result<std::vector<FlowSpec>> build_flows(const Experiment &x, const Topology &t
 uint64_t measure_jitter_ns(int ms)
 {
 	std::vector<uint64_t> maxima;
-	auto now = [] {
-		timespec ts{};
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
-	};
+	auto now = [] { return qn::tp::mono_wall_ns(); };
 	const uint64_t start = now(), end = start + uint64_t{1'000'000} * static_cast<uint64_t>(ms);
 	uint64_t prev = start, win_start = start, win_max = 0;
 	while (prev < end) {
@@ -1199,11 +1195,7 @@ int cmd_jitter(int argc, char **argv, int first)
 		f >> cpu >> v[0] >> v[1] >> v[2] >> v[3] >> v[4] >> v[5] >> v[6] >> v[7];
 		return v[7]; // USER_HZ ticks, all CPUs
 	};
-	auto now = [] {
-		timespec ts{};
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
-	};
+	auto now = [] { return qn::tp::mono_wall_ns(); };
 	// One spinning loop per thread (with as many threads as CPUs, every CPU is busy, as during a
 	// run: the engine on one, the kernel's datapath on the others).
 	struct Gaps {

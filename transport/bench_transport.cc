@@ -15,6 +15,7 @@
 
 #include "bringup.h"
 #include "engine.h"
+#include "xsk.h"
 #include "netns.h"
 #include "switch_loader.h"
 #include "wire.h"

@@ -8,6 +8,13 @@
 // Per cable: two AF_XDP sockets and a delay line each way (order preserving).
 // Health: pacer lateness, loop stalls, XSK ring drops, softnet drops/time_squeeze and veth
 // drops; a run over the thresholds is invalid, with its reasons (docs/transport.md).
+// Signals back to a sender (CNP, BTS, CC-postcard) reach the QP they name; a QP whose flow
+// control paused it sends nothing and holds its retransmission deadline until the pause ends;
+// every signal's loop delay (send of the PSN it names to the reaction) is recorded.
+//
+// Files by activity (transport/README.md): engine.cc (set-up, control plane, event loop),
+// engine_rx.cc (receive, one handler per frame kind), engine_tx.cc (transmit), engine_cable.cc,
+// engine_health.cc (health, queue samples), engine_paths.cc (paths, base RTTs).
 //
 // Units: fabric ns and fabric bit/s everywhere in this API; wall-clock values only in Health.
 #pragma once
@@ -26,10 +33,10 @@
 #include "cc.h"
 #include "clock.h"
 #include "pacer.h"
+#include "port.h"
 #include "qp.h"
 #include "topology.h"
 #include "units.h"
-#include "xsk.h"
 
 namespace qn::tp {
 
@@ -66,8 +73,12 @@ struct QpOptions {
 	bool verify_pattern = true;         // receiver checks pattern payloads by content
 	bool hash_payload = false;          // receiver computes Delivery::hash (FNV-1a; slow)
 	// Congestion control (transport/cc, docs/cc.md): scheme, parameter set, overrides, NP on/off.
-	// line_rate_bps and bdp_bytes are filled by the engine (host link rate; link rate x base RTT).
+	// line_rate_bps, bdp_bytes and fabric are filled by the engine (host link rate; link rate x
+	// base RTT; the served paths' base RTTs).
 	cc::Setup cc;
+	// Builds the QP's controller and notification point from `cc` (empty: cc::make, the
+	// registered schemes). Lets a library user or a test run parts of its own.
+	std::function<Result<cc::Parts>(const cc::Setup &)> cc_make;
 	bool trace = false;                 // record this QP's rate/window trace (both directions)
 };
 
@@ -80,6 +91,15 @@ struct QpOptions {
 std::pair<uint64_t, uint64_t> default_rto_ns(const std::string &scheme);
 
 using QpHandle = uint32_t;
+
+// Signals that come back to a sender and name the PSN that caused them.
+enum class Signal : uint8_t { Cnp, Bts, Postcard, Count };
+std::string to_string(Signal s);
+
+// Opens the port of a host or a cable end: (namespace, interface, XSKMAP pin, UMEM frames).
+// The default opens an AF_XDP socket (XskPort); tests give FakePorts.
+using PortOpener = std::function<Result<std::unique_ptr<FramePort>>(
+	const std::string &netns, const std::string &ifname, const std::string &xskmap_pin, uint32_t frames)>;
 
 // Queue depth samples of one switch egress port (bytes in its queue: charged at enqueue,
 // released at dequeue by the switch programs), taken at a fixed fabric-time interval.
@@ -105,6 +125,8 @@ struct HostCounters {
 	uint64_t pfc_rx = 0, pfc_xoff = 0, pfc_xon = 0;
 	uint64_t paused_ns[8] = {};         // fabric time each priority was paused
 	uint64_t cnp_rx = 0, cnp_tx = 0, unknown_qp = 0;
+	uint64_t bts_rx = 0, postcard_rx = 0; // signals delivered to a QP of this host
+	uint64_t signal_unknown_qp = 0;     // BTS/postcards naming no QP of this host (dropped)
 	uint64_t link_errors = 0;           // frames lost to the host link's error rate (both directions)
 	std::array<uint64_t, size_t(ParseError::Count)> bad{};
 };
@@ -146,6 +168,11 @@ public:
 	// Open sockets for every host (and cable) of the running topology `t` with dilation D.
 	static Result<std::unique_ptr<Engine>> open(const Topology &t, const Dilation &d,
 						    const EngineOptions &o);
+	// An engine on ports `open_port` makes, with fabric time read from `clock` (not owned; it
+	// must outlive the engine). Drive it with step(): nothing sleeps, no io_uring. Tests run
+	// the receive and transmit paths this way on FakePorts (tests/unit/test_engine.cc).
+	static Result<std::unique_ptr<Engine>> open_on(const Topology &t, const Dilation &d, const EngineOptions &o,
+						       const PortOpener &open_port, const Clock &clock);
 	~Engine();
 	Engine(const Engine &) = delete;
 	Engine &operator=(const Engine &) = delete;
@@ -165,7 +192,11 @@ public:
 	// wants to run next (UINT64_MAX: whenever).
 	void run(const std::function<bool()> &done, uint64_t until_ns,
 		 const std::function<uint64_t(uint64_t)> &tick = {});
-	uint64_t now_ns() const { return clock_.now_ns(); }
+	// One pass of the event loop at fabric time `now`: receive, `tick`, due timers, transmit,
+	// queue samples. Return: the fabric time the engine next needs a pass (a frame's arrival
+	// can need one sooner).
+	uint64_t step(uint64_t now, const std::function<uint64_t(uint64_t)> &tick = {});
+	uint64_t now_ns() const { return now_src_->now_ns(); }
 	// Return: true when run() stopped because the topology was taken down.
 	bool topology_gone() const { return topology_gone_; }
 	const DilatedClock &clock() const { return clock_; }
@@ -205,6 +236,15 @@ public:
 			q.samples.clear();
 		rx_series_.clear();
 	}
+	// Signal loop delays (fabric ns): from the (latest) send of the PSN a signal names to the
+	// engine's reaction to it, over every QP.
+	const Histogram &loop_delay(Signal s) const { return loop_delay_[size_t(s)]; }
+	// The fabric time a QP's flow control holds it until (0: never paused).
+	uint64_t paused_until(QpHandle h) const { return qps_[h]->pause_until; }
+	// The QP's retransmission deadline (fabric ns; UINT64_MAX: none armed).
+	uint64_t rto_deadline(QpHandle h) const { return qps_[h]->snd.deadline(); }
+	// The controller's current output for a QP.
+	const cc::Output &cc_output(QpHandle h) const { return qps_[h]->out; }
 	// The rate trace of a QP connected with QpOptions::trace (empty otherwise).
 	const std::vector<RatePoint> &trace(QpHandle h) const { return qps_[h]->trace_points; }
 	// The controller's parameters in effect for a QP, one line.
@@ -223,6 +263,18 @@ private:
 		uint16_t len;
 	};
 	struct Host;
+	struct Qp;
+	// An entry of a host's TX scheduler; stale when the QP was rescheduled since (gen).
+	struct SchedRef {
+		Qp *q;
+		uint32_t gen;
+	};
+	// When a sent PSN left (for signal loop delays): a ring by PSN.
+	struct SentStamp {
+		uint32_t psn = UINT32_MAX;
+		uint64_t ns = 0;
+	};
+	static constexpr size_t kSentRing = 1024;
 	struct Qp {
 		QpHandle id = 0;
 		size_t host = 0;
@@ -235,6 +287,10 @@ private:
 		uint32_t mtu = QN_DEFAULT_MTU; // the path MTU its segments fit
 		uint64_t next_ok_ns = 0;
 		bool scheduled = false;      // in its host's active list or wheel
+		uint32_t sched_gen = 0;      // bumped when its scheduler entry is replaced
+		uint64_t pause_until = 0;    // flow control: sends nothing before this (fabric ns)
+		uint64_t cur_msn = UINT64_MAX; // the message its last packet belonged to
+		std::unique_ptr<std::array<SentStamp, kSentRing>> sent; // allocated at the first send
 		std::unique_ptr<cc::Controller> ctl;      // this QP's sending side
 		std::unique_ptr<cc::NotificationPoint> np; // this QP's receiving side (may be null)
 		cc::Output out;              // the controller's last output
@@ -251,11 +307,11 @@ private:
 		Mac gw{};
 		uint64_t link_bps = 0, delay_ns = 0;
 		double error_rate = 0;
-		XskPort port;
+		std::unique_ptr<FramePort> port;
 		LinkPacer pacer;
 		bool backlogged = false;
 		std::deque<CtrlFrame> ctrl;
-		TxScheduler<Qp *> sched;       // ready QPs + rate-limited QPs waiting in the wheel
+		TxScheduler<SchedRef> sched;   // ready QPs + rate-limited or paused QPs in the wheel
 		std::deque<Held> txline, rxline;
 		uint64_t paused_until[8] = {};
 		uint64_t pause_start[8] = {};
@@ -267,37 +323,60 @@ private:
 		std::string name;
 		uint64_t delay_ns = 0;
 		double error_rate = 0;
-		XskPort end[2];
+		std::unique_ptr<FramePort> end[2];
 		std::deque<Held> line[2];       // frames received on end i, to leave on end 1-i
 		uint64_t frames = 0, dropped = 0; // dropped: lost to the link's error rate
 	};
 
 	Engine(const Topology &t, const Dilation &d, const EngineOptions &o);
-	Status open_ports();
+	Status open_ports(const PortOpener &open_port);
+	Status start_io();
+	Status finish_open();
 	// Return: the fabric arrival time of a received frame (its XDP stamp, else now).
-	uint64_t arrival(const XskPort &p, uint64_t addr, uint64_t now) const;
+	uint64_t arrival(const FramePort &p, uint64_t addr, uint64_t now) const;
 	void rx_host(Host &h, uint64_t now);
 	void process(Host &h, const uint8_t *f, uint32_t len, uint64_t now);
+	// One handler per frame kind (engine_rx.cc).
+	void on_data(Host &h, Qp &q, const Packet &p, uint32_t len, uint64_t now);
+	void on_ack(Qp &q, const Packet &p, uint64_t now);
+	void on_cnp(Host &h, Qp &q, const Packet &p, uint64_t now);
+	void on_pfc(Host &h, const Packet &p, uint64_t now);
+	void on_bts(Host &h, const Packet &p, uint64_t now);
+	void on_postcard(Host &h, const Packet &p, uint64_t now);
+	// The sending QP of host h a signal names: by its UDP source port (the sender's QPN), else
+	// by the receiver's QPN and address it carries. Return: null when none.
+	Qp *signal_qp(Host &h, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip);
+	// Record a signal's loop delay for the PSN it names.
+	void loop_sample(Signal s, const Qp &q, uint32_t psn, uint64_t now);
+	// After an event that may have moved a controller's or NP's timer: the next timer pass
+	// comes no later than the earliest of them.
+	void rearm_timers(const Qp &q);
+	void fire_timers(uint64_t now);
 	void rx_cable(Cable &c, uint64_t now);
 	void pump(Host &h, uint64_t now);
 	void emit(Host &h, uint64_t addr, uint32_t len, uint64_t start);
 	void schedule(Qp &q, uint64_t now);
+	// Return: true when a QP of h may send now (drops stale entries, parks paused QPs).
+	bool data_ready(Host &h, uint64_t now);
 	bool paused(const Host &h, int prio, uint64_t now) const;
 	void settle_pause(Host &h, int prio, uint64_t now);
 	TxHeader control_header(Host &h, const Qp &q);
 	void queue_ack(Host &h, Qp &q, const AckOut &a);
-	void queue_cnp(Host &h, Qp &q);
+	void queue_cnp(Host &h, Qp &q, const cc::CnpOut &c);
 	// Read the controller's output into the QP's rate limiter and window (and its trace).
 	void apply_cc(Qp &q, uint64_t now);
 	uint64_t next_deadline(uint64_t now);
 	void sleep_until_wall(uint64_t wall_deadline);
-	uint64_t derive_base_rtt() const;
+	// Return: the smallest and largest base RTT over served host pairs.
+	std::pair<uint64_t, uint64_t> rtt_range() const;
 	PathInfo path_from(int src_node, int dst_node) const;
 
 	Topology topo_;
 	Dilation dil_;
 	EngineOptions opt_;
 	DilatedClock clock_;
+	const Clock *now_src_ = &clock_;    // fabric time for the control plane (clock_ or a test's)
+	bool io_ = true;                    // real ports: io_uring waits, topology liveness checks
 	std::vector<std::unique_ptr<Host>> hosts_;
 	std::map<std::string, size_t> host_by_name_;
 	std::vector<std::unique_ptr<Cable>> cables_;
@@ -319,7 +398,9 @@ private:
 	std::vector<std::pair<uint64_t, uint64_t>> rx_series_;
 	uint64_t qsample_ns_ = 0, next_qsample_ = 0;
 	void sample_queues(uint64_t now);
-	uint64_t min_rto_ns_ = 1'000'000;   // smallest RTO of any QP: bounds the timer scan period
+	std::array<Histogram, size_t(Signal::Count)> loop_delay_;
+	// Min and max base RTT over served host pairs (the fabric handed to schemes).
+	uint64_t min_rtt_ns_ = 0, max_rtt_ns_ = 0;
 	void *ring_ = nullptr;              // io_uring (opaque here)
 	bool ring_ok_ = false;
 	// health

@@ -143,6 +143,8 @@ public:
 		wheel_.pop_due(now_ns, [&](T t) { ready_.push_back(t); });
 	}
 	bool has_ready() const { return !ready_.empty(); }
+	// The next ready sender, left in place (precondition: has_ready()).
+	const T &peek() const { return ready_.front(); }
 	// Take the next ready sender (precondition: has_ready()).
 	T pop()
 	{

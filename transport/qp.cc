@@ -196,7 +196,19 @@ void QpSender::arm(uint64_t now_ns)
 	if (rto_at_ != UINT64_MAX)
 		return;
 	uint64_t pkts = nxt_ - una_;
-	rto_at_ = now_ns + (pkts <= cfg_.rto_low_pkts ? cfg_.rto_low_ns : cfg_.rto_high_ns);
+	rto_at_ = std::max(now_ns, hold_until_) + (pkts <= cfg_.rto_low_pkts ? cfg_.rto_low_ns : cfg_.rto_high_ns);
+}
+
+void QpSender::hold(uint64_t now_ns, uint64_t until_ns)
+{
+	const uint64_t old_end = std::max(now_ns, hold_until_), new_end = std::max(now_ns, until_ns);
+	hold_until_ = until_ns;
+	if (rto_at_ == UINT64_MAX)
+		return;
+	if (new_end >= old_end)
+		rto_at_ += new_end - old_end;
+	else // a shorter pause replaced a longer one: give back what the longer one added
+		rto_at_ -= std::min(rto_at_ - std::min(rto_at_, now_ns), old_end - new_end);
 }
 
 void QpSender::start_retransmit(uint64_t from, uint64_t to)

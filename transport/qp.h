@@ -109,6 +109,16 @@ public:
 	bool on_timer(uint64_t now_ns);
 	// Return: when on_timer must run next (UINT64_MAX when no timer is armed).
 	uint64_t deadline() const { return rto_at_; }
+	// Flow control holds the QP until `until_ns` (fabric; a past time: not held): it sends
+	// nothing meanwhile (the engine sees to that) and its retransmission deadline moves by the
+	// change in the held time still ahead, so a pause never makes the timer fire behind it.
+	// A timer armed while held counts from the end of the hold.
+	void hold(uint64_t now_ns, uint64_t until_ns);
+	// Return: the size of message `msn` while it is not completed (0 otherwise).
+	uint64_t msg_size(uint64_t msn) const
+	{
+		return msn >= msgs_base_ && msn - msgs_base_ < msgs_.size() ? msgs_[size_t(msn - msgs_base_)].m.size : 0;
+	}
 
 	std::vector<Completion> take_completions() { return std::exchange(done_, {}); }
 	const SenderStats &stats() const { return st_; }
@@ -161,6 +171,7 @@ private:
 	uint64_t recovery_seq_ = 0;
 	uint64_t high_sacked_ = 0;      // one past the highest SACKed seq
 	uint64_t rto_at_ = UINT64_MAX;
+	uint64_t hold_until_ = 0;       // flow control's pause end (hold())
 	std::vector<Completion> done_;
 	SenderStats st_;
 };

@@ -76,6 +76,8 @@ std::string to_string(Kind k)
 	case Kind::Nak: return "nak";
 	case Kind::Cnp: return "cnp";
 	case Kind::Pfc: return "pfc";
+	case Kind::Bts: return "bts";
+	case Kind::Postcard: return "postcard";
 	}
 	return "?";
 }
@@ -95,6 +97,7 @@ std::string to_string(ParseError e)
 	case ParseError::BadPad: return "bad_pad";
 	case ParseError::BadIcrc: return "bad_icrc";
 	case ParseError::BadPfc: return "bad_pfc";
+	case ParseError::BadSignal: return "bad_signal";
 	case ParseError::Count: break;
 	}
 	return "?";
@@ -125,17 +128,15 @@ uint32_t icrc(const uint8_t *ip, size_t ip_len)
 	return crc32(c, ip + sizeof(hdr), ip_len - sizeof(hdr));
 }
 
-size_t write_headers(const TxHeader &h, size_t after_bth_len, uint8_t pad, bool icrc, uint8_t *out)
+size_t write_ip_udp(const TxHeader &h, uint16_t dport, size_t ip_len, uint8_t *out)
 {
 	uint8_t *eth = out;
 	std::memcpy(eth, h.dst.mac.data(), 6);
 	std::memcpy(eth + 6, h.src.mac.data(), 6);
 	put16(eth + 12, QN_ETH_P_IPV4);
 	uint8_t *ip = out + QN_ETH_HLEN;
-	const size_t ip_len = QN_IPV4_HLEN + QN_UDP_HLEN + QN_BTH_LEN + after_bth_len +
-			      (icrc ? QN_ICRC_LEN : 0);
 	ip[0] = 0x45;
-	ip[1] = uint8_t(h.dscp << 2 | (h.ecn & 3));
+	ip[1] = uint8_t(h.dscp << 2 | (h.tos_bits & 0xFC) | (h.ecn & 3));
 	put16(ip + 2, uint32_t(ip_len));
 	put16(ip + 4, h.ip_id);
 	put16(ip + 6, 0x4000); // DF
@@ -147,10 +148,17 @@ size_t write_headers(const TxHeader &h, size_t after_bth_len, uint8_t pad, bool 
 	put16(ip + 10, ip_checksum(ip));
 	uint8_t *udp = ip + QN_IPV4_HLEN;
 	put16(udp, h.sport);
-	put16(udp + 2, QN_ROCE_UDP_PORT);
+	put16(udp + 2, dport);
 	put16(udp + 4, uint32_t(ip_len - QN_IPV4_HLEN));
 	put16(udp + 6, 0); // RoCEv2 NICs send 0 (allowed for IPv4)
-	uint8_t *bth = udp + QN_UDP_HLEN;
+	return QN_ETH_HLEN + QN_IPV4_HLEN + QN_UDP_HLEN;
+}
+
+size_t write_headers(const TxHeader &h, size_t after_bth_len, uint8_t pad, bool icrc, uint8_t *out)
+{
+	const size_t ip_len = QN_IPV4_HLEN + QN_UDP_HLEN + QN_BTH_LEN + after_bth_len +
+			      (icrc ? QN_ICRC_LEN : 0);
+	uint8_t *bth = out + write_ip_udp(h, QN_ROCE_UDP_PORT, ip_len, out);
 	bth[0] = h.opcode;
 	bth[1] = uint8_t((pad & 3) << 4);
 	put16(bth + 2, QN_ROCE_DEFAULT_PKEY);
@@ -195,7 +203,8 @@ size_t encode_ack(const TxHeader &h, bool with_icrc, uint8_t *out, size_t cap)
 	return len + (with_icrc ? QN_ICRC_LEN : 0);
 }
 
-size_t encode_cnp(const TxHeader &h, bool with_icrc, uint8_t *out, size_t cap)
+size_t encode_cnp(const TxHeader &h, std::span<const uint8_t, QN_CNP_PAYLOAD_LEN> payload, bool with_icrc,
+		  uint8_t *out, size_t cap)
 {
 	const size_t len = kCnpFrameBytes;
 	if (len + (with_icrc ? QN_ICRC_LEN : 0) > cap)
@@ -204,12 +213,111 @@ size_t encode_cnp(const TxHeader &h, bool with_icrc, uint8_t *out, size_t cap)
 	c.opcode = QN_OP_CNP;
 	c.becn = true;
 	c.ack_req = false;
-	c.psn = 0;
 	size_t off = write_headers(c, QN_CNP_PAYLOAD_LEN, 0, with_icrc, out);
-	std::memset(out + off, 0, QN_CNP_PAYLOAD_LEN);
+	std::memcpy(out + off, payload.data(), QN_CNP_PAYLOAD_LEN);
 	finish_frame(out, len, with_icrc);
 	return len + (with_icrc ? QN_ICRC_LEN : 0);
 }
+
+size_t encode_bts(const TxHeader &h, const BtsInfo &b, std::span<const uint8_t, kTrimmedBytes> trimmed,
+		  uint8_t *out, size_t cap)
+{
+	if (kBtsFrameBytes > cap)
+		return 0;
+	TxHeader o = h;
+	o.dscp = QN_DSCP_CONTROL;
+	o.ecn = 0;
+	o.tos_bits = 0;
+	uint8_t *p = out + write_ip_udp(o, QN_BTS_UDP_PORT, QN_BTS_IP_LEN, out);
+	p[0] = uint8_t((b.version & 0xF) << 4 | (b.origin & 0xF));
+	p[1] = b.cacheable ? QN_BTS_CACHEABLE : 0;
+	put16(p + 2, b.pause_us);
+	put32(p + 4, b.reporter);
+	std::memcpy(p + 8, trimmed.data(), kTrimmedBytes);
+	return kBtsFrameBytes;
+}
+
+size_t encode_postcard(const TxHeader &h, const PostcardInfo &c, uint8_t *out, size_t cap)
+{
+	if (kPostcardFrameBytes > cap)
+		return 0;
+	TxHeader o = h;
+	o.dscp = QN_DSCP_CONTROL;
+	o.tos_bits = 0;
+	uint8_t *p = out + write_ip_udp(o, QN_POSTCARD_UDP_PORT, QN_POSTCARD_IP_LEN, out);
+	p[0] = c.version;
+	put24(p + 1, c.psn & kPsnMask);
+	put32(p + 4, uint32_t(c.switch_id >> 32));
+	put32(p + 8, uint32_t(c.switch_id));
+	put32(p + 12, c.flow_saddr);
+	put32(p + 16, c.flow_daddr);
+	put16(p + 20, c.flow_sport);
+	put16(p + 22, c.flow_dport);
+	put32(p + 24, c.dest_qp & kPsnMask);
+	put32(p + 28, c.i_p);
+	put32(p + 32, c.q1);
+	put32(p + 36, c.rate_mbps);
+	put32(p + 40, c.recent_bytes);
+	put32(p + 44, c.recent_marked_bytes);
+	put32(p + 48, uint32_t(c.t0_ns >> 32));
+	put32(p + 52, uint32_t(c.t0_ns));
+	return kPostcardFrameBytes;
+}
+
+namespace {
+
+// The signal body after the UDP header: `body` has `n` bytes (the IP length says so).
+ParseError parse_bts(const uint8_t *body, size_t n, Packet &o)
+{
+	if (n < sizeof(qn_bts))
+		return ParseError::BadSignal;
+	BtsInfo &b = o.bts;
+	b.version = uint8_t(body[0] >> 4);
+	b.origin = uint8_t(body[0] & 0xF);
+	if (b.version != QN_BTS_VERSION)
+		return ParseError::BadSignal;
+	b.cacheable = body[1] & QN_BTS_CACHEABLE;
+	b.pause_us = uint16_t(get16(body + 2));
+	b.reporter = get32(body + 4);
+	const uint8_t *ip = body + 8, *udp = ip + QN_IPV4_HLEN, *bth = udp + QN_UDP_HLEN;
+	if ((ip[0] >> 4) != 4)
+		return ParseError::BadSignal;
+	b.orig_dscp = uint8_t(ip[1] >> 2);
+	b.orig_src_ip = get32(ip + 12);
+	b.orig_dst_ip = get32(ip + 16);
+	b.orig_sport = uint16_t(get16(udp));
+	b.orig_dest_qp = get24(bth + 5);
+	b.orig_psn = get24(bth + 9);
+	o.kind = Kind::Bts;
+	o.payload = {body, n};
+	return ParseError::None;
+}
+
+ParseError parse_postcard(const uint8_t *body, size_t n, Packet &o)
+{
+	if (n < sizeof(qn_postcard) || body[0] != QN_POSTCARD_VERSION)
+		return ParseError::BadSignal;
+	PostcardInfo &c = o.postcard;
+	c.version = body[0];
+	c.psn = get24(body + 1);
+	c.switch_id = uint64_t(get32(body + 4)) << 32 | get32(body + 8);
+	c.flow_saddr = get32(body + 12);
+	c.flow_daddr = get32(body + 16);
+	c.flow_sport = uint16_t(get16(body + 20));
+	c.flow_dport = uint16_t(get16(body + 22));
+	c.dest_qp = get32(body + 24) & kPsnMask;
+	c.i_p = get32(body + 28);
+	c.q1 = get32(body + 32);
+	c.rate_mbps = get32(body + 36);
+	c.recent_bytes = get32(body + 40);
+	c.recent_marked_bytes = get32(body + 44);
+	c.t0_ns = uint64_t(get32(body + 48)) << 32 | get32(body + 52);
+	o.kind = Kind::Postcard;
+	o.payload = {body, n};
+	return ParseError::None;
+}
+
+} // namespace
 
 ParseError parse(std::span<const uint8_t> f, bool with_icrc, Packet &o)
 {
@@ -273,11 +381,16 @@ ParseError parse(std::span<const uint8_t> f, bool with_icrc, Packet &o)
 	o.src.ip = get32(ip + 12);
 	o.dst.ip = get32(ip + 16);
 	const uint8_t *udp = ip + QN_IPV4_HLEN;
-	if (get16(udp + 2) != QN_ROCE_UDP_PORT)
+	const uint32_t dport = get16(udp + 2);
+	if (dport != QN_ROCE_UDP_PORT && dport != QN_BTS_UDP_PORT && dport != QN_POSTCARD_UDP_PORT)
 		return ParseError::NotRoce;
 	o.sport = uint16_t(get16(udp));
 	if (get16(udp + 4) != ip_len - QN_IPV4_HLEN)
 		return ParseError::BadUdpLength;
+	if (dport == QN_BTS_UDP_PORT)
+		return parse_bts(udp + QN_UDP_HLEN, ip_len - QN_IPV4_HLEN - QN_UDP_HLEN, o);
+	if (dport == QN_POSTCARD_UDP_PORT)
+		return parse_postcard(udp + QN_UDP_HLEN, ip_len - QN_IPV4_HLEN - QN_UDP_HLEN, o);
 	size_t l4 = ip_len - QN_IPV4_HLEN - QN_UDP_HLEN; // BTH .. ICRC
 	const size_t trailer = with_icrc ? QN_ICRC_LEN : 0;
 	if (l4 < QN_BTH_LEN + trailer)

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "port.h"
 #include "result.h"
 
 struct xsk_umem;
@@ -18,23 +19,12 @@ struct xsk_socket;
 
 namespace qn::tp {
 
-inline constexpr uint32_t kChunkBytes = 4096;
 inline constexpr int kSndBufBytes = 256 << 20; // AF_XDP socket send buffer (see xsk.cc)
 
-struct XskStats {
-	uint64_t rx_dropped = 0;          // kernel: dropped for other reasons (e.g. too large)
-	uint64_t rx_ring_full = 0;        // kernel: RX ring full
-	uint64_t rx_fill_empty = 0;       // kernel: no fill-ring frame available
-	uint64_t tx_invalid = 0;          // kernel: invalid TX descriptors
-	uint64_t tx_ring_empty = 0;
-	// rx_dropped already counts frames lost to an empty fill ring.
-	uint64_t drops() const { return rx_dropped + rx_ring_full + tx_invalid; }
-};
-
-class XskPort {
+class XskPort final : public FramePort {
 public:
 	XskPort() = default;
-	~XskPort();
+	~XskPort() override;
 	XskPort(const XskPort &) = delete;
 	XskPort &operator=(const XskPort &) = delete;
 
@@ -44,40 +34,38 @@ public:
 		    uint32_t frames = 4096, uint32_t ring = 2048);
 	void close();
 
-	int fd() const;
-	uint8_t *frame(uint64_t addr) const { return area_ + addr; }
+	int fd() const override;
 
 	// --- RX: peek up to n descriptors; addr/len pairs are valid until rx_release + refill.
-	uint32_t rx_peek(uint32_t n, uint64_t *addr, uint32_t *len);
+	uint32_t rx_peek(uint32_t n, uint64_t *addr, uint32_t *len) override;
 	// Return: the XDP arrival stamp (CLOCK_MONOTONIC ns) of a received frame, or 0 if none.
-	uint64_t rx_stamp(uint64_t addr) const;
+	uint64_t rx_stamp(uint64_t addr) const override;
 	// Give a received frame back (to the fill ring); clears its stamp.
-	void rx_recycle(uint64_t addr);
+	void rx_recycle(uint64_t addr) override;
 	// Push recycled frames to the fill ring (batched).
-	void refill();
+	void refill() override;
 
 	// --- TX
 	// Return: a free TX frame address, or UINT64_MAX when the pool is exhausted.
-	uint64_t tx_alloc();
-	void tx_free(uint64_t addr) { tx_pool_.push_back(addr); }
+	uint64_t tx_alloc() override;
+	void tx_free(uint64_t addr) override { tx_pool_.push_back(addr); }
 	// Queue a frame for transmission. Return: false when the TX ring is full (frame not taken).
-	bool tx_push(uint64_t addr, uint32_t len);
+	bool tx_push(uint64_t addr, uint32_t len) override;
 	// Kick the kernel (copy mode moves at most 32 frames per kick) and reap completions.
-	void flush();
-	uint32_t tx_pending() const { return tx_outstanding_; }
+	void flush() override;
+	uint32_t tx_pending() const override { return tx_outstanding_; }
 	size_t tx_free_frames() const { return tx_pool_.size(); }
 
-	Result<XskStats> stats() const;
+	Result<XskStats> stats() const override;
 	uint64_t kicks() const { return kicks_; }
 	// Kicks after which frames were still in the TX ring (the kernel refused them).
-	uint64_t tx_held() const { return tx_held_; }
+	uint64_t tx_held() const override { return tx_held_; }
 
 private:
 	struct Rings;
 	Rings *r_ = nullptr;
 	xsk_umem *umem_ = nullptr;
 	xsk_socket *xsk_ = nullptr;
-	uint8_t *area_ = nullptr;
 	size_t area_bytes_ = 0;
 	std::vector<uint64_t> tx_pool_;
 	std::vector<uint64_t> fill_pending_;

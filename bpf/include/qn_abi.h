@@ -335,4 +335,57 @@ struct qn_qack {
 #define QN_CNP_PAYLOAD_LEN 16      /* reserved bytes after the CNP's BTH */
 #define QN_ROCE_DEFAULT_PKEY 0xFFFF
 
+/* TOS bit a sender sets on PB-FS-marked data packets (pbfs.md §5: the DSCP's least significant
+ * bit; ECN bits untouched, ICRC unaffected because TOS is masked). */
+#define QN_TOS_PBT 0x04
+
+/*
+ * Back-to-sender signal (SFC, sfc.md §5): Eth / IPv4 (src = the congested receiver, dst = the
+ * data's sender, DSCP 48, Not-ECT) / UDP (sport = the data's sport, which carries the sender
+ * QPN; dport QN_BTS_UDP_PORT; checksum 0) / qn_bts. Not a RoCE packet: no ICRC. IP length 76.
+ */
+struct qn_bts {
+	__u8 ver_origin;   /* version (7..4) = QN_BTS_VERSION, origin (3..0): enum qn_bts_origin */
+	__u8 flags;        /* QN_BTS_CACHEABLE */
+	__be16 pause_us;   /* pause time, fabric microseconds */
+	__be32 reporter;   /* switch id (31..8) and egress port number (7..0), diagnostics */
+	__u8 orig_ip[QN_IPV4_HLEN];  /* the triggering packet's IPv4 header, as it arrived */
+	__u8 orig_udp[QN_UDP_HLEN];  /* ... its UDP header */
+	struct qn_bth orig_bth;      /* ... its BTH (DestQP, PSN) */
+};
+#define QN_BTS_VERSION 1
+#define QN_BTS_CACHEABLE 0x01
+enum qn_bts_origin {
+	QN_BTS_ORIGIN_CONGESTION = 0, /* the congested queue's switch */
+	QN_BTS_ORIGIN_CACHE = 1,      /* a near-source pause cache hit */
+	QN_BTS_ORIGIN_ESTIMATOR = 2,  /* the incast estimator */
+};
+#define QN_BTS_IP_LEN (QN_IPV4_HLEN + QN_UDP_HLEN + 48)
+
+/*
+ * CC-postcard (PB-FS, pbfs.md §5): Eth / IPv4 (src = the switch, dst = the flow's sender,
+ * DSCP 48) / UDP (sport = the data's sport, dport QN_POSTCARD_UDP_PORT, checksum 0) /
+ * qn_postcard. All fields big-endian. The spec's three reserved bytes after the version carry
+ * the PSN of the marked packet that triggered the postcard (docs/wire.md).
+ */
+struct qn_postcard {
+	__u8 version;      /* QN_POSTCARD_VERSION */
+	__u8 psn[3];       /* PSN of the triggering packet */
+	__be32 sid_hi;     /* sID: switch id, 64 bits (the port MAC in the low 6 bytes) */
+	__be32 sid_lo;
+	__be32 flow_saddr; /* flow id: the data's source and destination IPv4, UDP ports */
+	__be32 flow_daddr;
+	__be16 flow_sport;
+	__be16 flow_dport;
+	__be32 dest_qp;    /* the data's BTH DestQP (low 24 bits) */
+	__be32 i_p;        /* I_p, bytes */
+	__be32 q1;         /* Q1, bytes */
+	__be32 rate_mbps;  /* T, the port's rate in Mbit/s */
+	__be32 recent_bytes;
+	__be32 recent_marked_bytes;
+	__be64 t0_ns;      /* switch timestamp (diagnostics) */
+};
+#define QN_POSTCARD_VERSION 1
+#define QN_POSTCARD_IP_LEN (QN_IPV4_HLEN + QN_UDP_HLEN + 56)
+
 #endif /* QN_ABI_H */

@@ -22,7 +22,18 @@ DcqcnParams paper()
 	return *p;
 }
 
-CnpEvent cnp(uint64_t t) { return CnpEvent{t, {}}; }
+CnpEvent cnp(uint64_t t) { return CnpEvent{t, 0, {}}; }
+// One data packet of `bytes` on the wire at t (the byte counter's event).
+void send(Algorithm &a, uint64_t t, uint64_t bytes)
+{
+	TxMarks m;
+	a.on_tx(TxPacket{t, 0, uint32_t(bytes), uint32_t(bytes), false, 0, 0, 0}, m);
+}
+// A data packet at the notification point. Return: true when it answers with a CNP.
+bool arrive(NotificationPoint &np, uint64_t t, bool ce, uint32_t psn = 0)
+{
+	return np.on_data(NpPacket{t, psn, 2062, ce}).has_value();
+}
 } // namespace
 
 TEST_CASE("dcqcn__first_cnp_cuts_by_half_and_keeps_the_target", "[dcqcn]")
@@ -107,7 +118,7 @@ TEST_CASE("dcqcn__hyper_increase_when_both_counters_pass_f", "[dcqcn]")
 	rp.on_cnp(cnp(0));
 	// Six byte-counter events: five fast recovery, the sixth additive (t_stage = 0).
 	for (int k = 0; k < 6; k++)
-		rp.on_tx(1, p.b_bytes);
+		send(rp, 1, p.b_bytes);
 	REQUIRE(rp.bc_stage() == 6);
 	REQUIRE(rp.rt() == Approx(kLine / 2 + double(p.rai_bps)));
 	// Timer events 1..5: additive (max > F, min <= F); event 6: hyper, Rt += (min - F) R_HAI.
@@ -125,9 +136,9 @@ TEST_CASE("dcqcn__hyper_increase_when_both_counters_pass_f", "[dcqcn]")
 	// In hyper phase the byte counter reloads with B/2: the B loaded before hyper makes one
 	// more event, after which B/2 bytes make each next one.
 	uint32_t bc = rp.bc_stage();
-	rp.on_tx(7 * p.t_ns, p.b_bytes);
+	send(rp, 7 * p.t_ns, p.b_bytes);
 	CHECK(rp.bc_stage() == bc + 1);
-	rp.on_tx(7 * p.t_ns, p.b_bytes / 2);
+	send(rp, 7 * p.t_ns, p.b_bytes / 2);
 	CHECK(rp.bc_stage() == bc + 2);
 }
 
@@ -143,7 +154,7 @@ TEST_CASE("dcqcn__timer_not_byte_counter_drives_increase_with_fig14_parameters",
 		rp.start(0, uint64_t(kLine));
 		rp.on_cnp(cnp(0));
 		for (uint64_t t = 1000; t <= 20 * p.t_ns; t += 1000) {
-			rp.on_tx(t, uint64_t(rp.rc() * 1e-6 / 8)); // 1 us worth of bytes at Rc
+			send(rp, t, uint64_t(rp.rc() * 1e-6 / 8)); // 1 us worth of bytes at Rc
 			rp.on_timer(t);
 		}
 		INFO("B = " << b);
@@ -191,9 +202,9 @@ TEST_CASE("dcqcn_np__at_most_one_cnp_per_interval", "[dcqcn]")
 	std::vector<uint64_t> sent;
 	// CE-marked packets every 1 us for 1 ms: a CNP at once, then one per 50 us.
 	for (uint64_t t = 0; t < 1'000'000; t += 1000) {
-		if (np.next_timer() <= t && np.on_timer(t))
+		if (np.next_timer() <= t && np.on_timer(t).has_value())
 			sent.push_back(t);
-		if (np.on_data(t, true))
+		if (arrive(np, t, true))
 			sent.push_back(t);
 	}
 	REQUIRE(sent.size() >= 2);
@@ -203,13 +214,13 @@ TEST_CASE("dcqcn_np__at_most_one_cnp_per_interval", "[dcqcn]")
 	CHECK(sent.size() == 20);
 	// Unmarked packets never make a CNP; after a quiet interval a marked one does at once.
 	DcqcnNp q(50'000);
-	CHECK_FALSE(q.on_data(0, false));
-	CHECK(q.on_data(10, true));
-	CHECK_FALSE(q.on_data(20, true));    // inside the interval: pending
+	CHECK_FALSE(arrive(q, 0, false));
+	CHECK(arrive(q, 10, true));
+	CHECK_FALSE(arrive(q, 20, true));    // inside the interval: pending
 	CHECK(q.next_timer() == 50'010);
-	CHECK(q.on_timer(50'010));           // the pending one at the interval's end
-	CHECK_FALSE(q.on_timer(100'010));    // nothing pending
-	CHECK(q.on_data(200'000, true));
+	CHECK(q.on_timer(50'010).has_value());           // the pending one at the interval's end
+	CHECK_FALSE(q.on_timer(100'010).has_value());    // nothing pending
+	CHECK(arrive(q, 200'000, true));
 }
 
 TEST_CASE("dcqcn_mellanox__cut_at_the_decrease_check_then_timer_increase", "[dcqcn]")
@@ -298,37 +309,97 @@ TEST_CASE("cc_make__schemes_and_errors", "[dcqcn]")
 	CHECK(r->np == nullptr);
 }
 
-TEST_CASE("controller__forwards_every_event_to_its_parts", "[dcqcn]")
+TEST_CASE("controller__routes_each_event_to_its_part", "[dcqcn]")
 {
-	// A recording algorithm: the controller must pass ACK, CNP, tx, PFC, postcard and timer
-	// events through unchanged, and read rate and window from it.
+	// Recording parts: the controller passes ACK, CNP, tx, PFC and timers to the base algorithm;
+	// message starts, tx, ACK, CNP and postcards to the start policy after it; BTS and tx to
+	// flow control. Marks compose in that order; a start policy's set_rate reaches the output.
+	using Log = std::vector<std::string>;
 	struct Rec final : Algorithm {
-		std::vector<std::string> *log;
-		explicit Rec(std::vector<std::string> *l) : log(l) {}
+		Log *log;
+		uint64_t rate = 123;
+		explicit Rec(Log *l) : log(l) {}
 		std::string name() const override { return "rec"; }
 		void start(uint64_t, uint64_t r) override { log->push_back("start " + std::to_string(r)); }
+		void set_rate(uint64_t, uint64_t r) override { rate = r; }
+		void on_message(const MessageStart &m) override { log->push_back("msg " + std::to_string(m.size_bytes)); }
 		void on_ack(const AckSample &e) override { log->push_back("ack " + std::to_string(e.acked_bytes)); }
-		void on_cnp(const CnpEvent &e) override { log->push_back("cnp " + std::to_string(e.now_ns)); }
-		void on_tx(uint64_t, uint64_t b) override { log->push_back("tx " + std::to_string(b)); }
+		void on_cnp(const CnpEvent &e) override { log->push_back("cnp " + std::to_string(e.psn)); }
+		void on_tx(const TxPacket &p, TxMarks &m) override
+		{
+			log->push_back("tx " + std::to_string(p.wire_bytes));
+			m.ecn = 0; // e.g. LDCP's Not-ECT fast start
+		}
 		void on_pfc(const PfcEvent &e) override { log->push_back("pfc " + std::to_string(e.prio)); }
-		void on_postcard(const SignalEvent &) override { log->push_back("postcard"); }
 		void on_timer(uint64_t t) override { log->push_back("timer " + std::to_string(t)); }
-		uint64_t rate_bps() const override { return 123; }
+		uint64_t next_timer() const override { return 7; }
+		uint64_t rate_bps() const override { return rate; }
 		uint64_t window_bytes() const override { return 456; }
 	};
-	std::vector<std::string> log;
-	Controller c(std::make_unique<Rec>(&log), std::make_unique<LineRateStart>(), std::make_unique<NoFlowControl>(),
-		     1000);
+	struct Start final : StartPolicy {
+		Log *log;
+		explicit Start(Log *l) : log(l) {}
+		std::string name() const override { return "rec-start"; }
+		uint64_t initial_rate(uint64_t line) const override { return line / 2; }
+		void on_message(const MessageStart &m, Algorithm &) override { log->push_back("start-msg " + std::to_string(m.msn)); }
+		void on_tx(const TxPacket &, TxMarks &m, Algorithm &) override
+		{
+			log->push_back("start-tx ecn " + std::to_string(m.ecn));
+			m.tos_bits |= 0x04; // e.g. PB-FS's PBT bit
+		}
+		void on_ack(const AckSample &, Algorithm &) override { log->push_back("start-ack"); }
+		void on_cnp(const CnpEvent &, Algorithm &) override { log->push_back("start-cnp"); }
+		void on_postcard(const PostcardEvent &e, Algorithm &a) override
+		{
+			log->push_back("start-postcard " + std::to_string(e.psn));
+			a.set_rate(e.now_ns, 777);
+		}
+	};
+	struct Fc final : FlowControl {
+		Log *log;
+		uint64_t until = 0;
+		explicit Fc(Log *l) : log(l) {}
+		std::string name() const override { return "rec-fc"; }
+		void on_tx(const TxPacket &, TxMarks &m) override { log->push_back("fc-tx bits " + std::to_string(m.tos_bits)); }
+		void on_bts(const BtsEvent &e) override { until = e.now_ns + e.pause_us * 1000ULL; }
+		uint64_t pause_until_ns() const override { return until; }
+	};
+	Log log;
+	Controller c(std::make_unique<Rec>(&log), std::make_unique<Start>(&log), std::make_unique<Fc>(&log), 1000);
 	c.start(0);
-	c.on_ack(AckSample{1, 2000, 0, false, std::nullopt, false});
-	c.on_cnp(CnpEvent{3, {}});
-	c.on_tx(4, 64);
+	c.on_message(MessageStart{1, 5, 64000});
+	TxMarks m = c.on_tx(TxPacket{2, 9, 2062, 2000, false, 5, 0, 64000});
+	c.on_ack(AckSample{3, 2000, 0, false, std::nullopt, false});
+	c.on_cnp(CnpEvent{4, 9, {}});
 	c.on_pfc(PfcEvent{5, 3, 99});
-	c.on_postcard(SignalEvent{6, {}});
+	c.on_postcard(PostcardEvent{6, 1, 9});
+	c.on_bts(BtsEvent{6, 10});
+	c.on_timer(6); // nothing due yet
 	c.on_timer(7);
-	CHECK(log == std::vector<std::string>{"start 1000", "ack 2000", "cnp 3", "tx 64", "pfc 3", "postcard", "timer 7"});
-	CHECK(c.output().rate_bps == 123);
+	CHECK(log == Log{"start 500", "msg 64000", "start-msg 5", "tx 2062", "start-tx ecn 0", "fc-tx bits 4", "ack 2000",
+			 "start-ack", "cnp 9", "start-cnp", "pfc 3", "start-postcard 9", "timer 7"});
+	CHECK(m.ecn == 0);
+	CHECK(m.tos_bits == 0x04);
+	CHECK(c.output().rate_bps == 777);
 	CHECK(c.output().window_bytes == 456);
-	CHECK(c.output().pause_until_ns == 0);
-	CHECK(c.name() == "rec/line-rate/none");
+	CHECK(c.output().pause_until_ns == 6 + 10'000);
+	CHECK(c.next_timer() == 7);
+	CHECK(c.name() == "rec/rec-start/rec-fc");
+}
+
+TEST_CASE("dcqcn_np__cnp_names_the_marked_psn", "[dcqcn]")
+{
+	// Expect: the CNP sent on a marked arrival names that packet's PSN; the one at the end of
+	// the interval names the latest marked PSN in it; the payload is zero (common.md §1.3).
+	DcqcnNp np(50'000);
+	auto c = np.on_data(NpPacket{0, 100, 2062, true});
+	REQUIRE(c);
+	CHECK(c->psn == 100);
+	CHECK(c->payload == std::array<uint8_t, kCnpPayloadBytes>{});
+	CHECK_FALSE(np.on_data(NpPacket{10, 101, 2062, true}));
+	CHECK_FALSE(np.on_data(NpPacket{20, 102, 2062, true}));
+	CHECK_FALSE(np.on_data(NpPacket{30, 103, 2062, false}));
+	auto t = np.on_timer(50'000);
+	REQUIRE(t);
+	CHECK(t->psn == 102);
 }

@@ -1,18 +1,27 @@
-// cc.h - the congestion-control library's interface (DESIGN.md §4, docs/cc.md). No I/O and
-// no clock reads: every event carries the fabric time, so unit tests replay a paper's equations
-// on a fake clock.
+// cc.h - the congestion-control library's interface (DESIGN.md §4 and §8, docs/cc.md). No I/O
+// and no clock reads: every event carries the fabric time, so unit tests replay a paper's
+// equations on a fake clock.
 //
 // Per QP, a Controller composes three parts:
 //   - a base algorithm (DCQCN; later LDCP, PCN): reacts to ACKs, CNPs and its timers, sets the
 //     rate and (optionally) the window;
-//   - a start policy (line-rate fast start now; PB-FS later): the rate a QP starts at;
-//   - flow control (none now; SFC later): reacts to BTS, returns pause-until.
-// Events in: ACK (acked bytes, ECN echo, RTT sample), CNP (with its payload), BTS, CC-postcard,
-// PFC, transmitted bytes, timer. Out: rate, window, pause-until.
+//   - a start policy (line-rate fast start; PB-FS, LDCP's fast start later): the rate a QP
+//     starts at; it sees message starts, transmissions, ACKs, CNPs and CC-postcards after the
+//     base algorithm and may set the base algorithm's rate (Algorithm::set_rate);
+//   - flow control (none; SFC later): reacts to BTS, returns pause-until.
+// On the receiving side a NotificationPoint sees every data packet (wire bytes, PSN, CE) and
+// decides when a CNP leaves and what its 16 payload bytes say.
+//
+// Events in: message start (size), per-packet transmit (the parts choose the packet's ECN
+// codepoint and TOS marker bits), ACK (acked bytes, ECN echo, RTT sample), CNP (causing PSN,
+// payload), BTS, CC-postcard, PFC, timer. Out: rate, window, pause-until. Nothing here tests
+// which scheme is running.
 //
 // Units: fabric ns, bit/s, bytes.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +34,33 @@
 
 namespace qn::tp::cc {
 
+// A message (for LDCP and PB-FS, a flow) the QP starts sending: its first packet is next.
+struct MessageStart {
+	uint64_t now_ns = 0;
+	uint64_t msn = 0;              // message index on this QP
+	uint64_t size_bytes = 0;       // payload bytes of the whole message
+};
+
+// One data packet about to leave (fresh or retransmitted).
+struct TxPacket {
+	uint64_t now_ns = 0;
+	uint32_t psn = 0;              // 24-bit wire PSN
+	uint32_t wire_bytes = 0;       // the frame, Ethernet header to ICRC (what a byte counter counts)
+	uint32_t payload_bytes = 0;
+	bool retx = false;
+	uint64_t msn = 0;
+	uint64_t offset = 0;           // of the payload within its message
+	uint64_t msg_bytes = 0;        // the message's size
+};
+
+// What a data packet carries, chosen per packet by the controller's parts (base algorithm,
+// then start policy, then flow control; each sees the choice so far).
+struct TxMarks {
+	uint8_t ecn = 2;               // IP ECN codepoint: 0 Not-ECT, 2 ECT(0), 1 ECT(1) (never 3)
+	uint8_t tos_bits = 0;          // bits ORed into the TOS byte above ECN (e.g. PB-FS's PBT bit,
+				       // qn_abi.h QN_TOS_PBT); the ECN bits (1..0) are ignored here
+};
+
 struct AckSample {
 	uint64_t now_ns = 0;
 	uint64_t acked_bytes = 0;      // newly acknowledged cumulatively
@@ -34,15 +70,35 @@ struct AckSample {
 	bool nak = false;
 };
 
+inline constexpr size_t kCnpPayloadBytes = 16; // the CNP's bytes after the BTH (common.md §1.3)
+
 struct CnpEvent {
 	uint64_t now_ns = 0;
+	uint32_t psn = 0;                 // PSN of the CE-marked packet that caused it
 	std::span<const uint8_t> payload; // the 16 bytes after the BTH (DCQCN uses none of it)
 };
 
-// A back-to-sender signal (SFC) or CC-postcard (PB-FS): the raw signal payload.
-struct SignalEvent {
+// A back-to-sender signal (SFC, sfc.md §5), parsed.
+struct BtsEvent {
 	uint64_t now_ns = 0;
-	std::span<const uint8_t> payload;
+	uint32_t pause_us = 0;         // pause time, fabric µs (0: near the threshold, no pause)
+	bool cacheable = false;
+	uint8_t origin = 0;            // 0 congestion point, 1 cache hit, 2 estimator
+	uint32_t reporter = 0;         // switch id / egress queue (diagnostics)
+	uint32_t psn = 0;              // PSN of the data packet that triggered it (trimmed BTH)
+};
+
+// A CC-postcard (PB-FS, pbfs.md §5), parsed.
+struct PostcardEvent {
+	uint64_t now_ns = 0;
+	uint64_t switch_id = 0;
+	uint32_t psn = 0;              // PSN of the marked packet that triggered it
+	uint32_t ip_bytes = 0;         // I_p
+	uint32_t q1_bytes = 0;         // Q1
+	uint32_t rate_mbps = 0;        // T, the port's rate
+	uint32_t recent_bytes = 0;
+	uint32_t recent_marked_bytes = 0;
+	uint64_t t0_ns = 0;            // switch timestamp (diagnostics)
 };
 
 struct PfcEvent {
@@ -65,11 +121,15 @@ public:
 	virtual std::string name() const = 0;
 	// Called once before any event: the start policy's first rate.
 	virtual void start(uint64_t now_ns, uint64_t rate_bps) = 0;
+	// Set the current rate from outside (a start policy's correction, e.g. PB-FS): DCQCN sets
+	// Rc and Rt. Every algorithm decides what the rate means for its state.
+	virtual void set_rate(uint64_t now_ns, uint64_t rate_bps) = 0;
+	virtual void on_message(const MessageStart &) {}
+	// A data packet leaves; the algorithm may choose its marks.
+	virtual void on_tx(const TxPacket &, TxMarks &) {}
 	virtual void on_ack(const AckSample &) {}
 	virtual void on_cnp(const CnpEvent &) {}
-	virtual void on_tx(uint64_t /*now_ns*/, uint64_t /*bytes*/) {}
 	virtual void on_pfc(const PfcEvent &) {}
-	virtual void on_postcard(const SignalEvent &) {}
 	// Fire every timer due at or before now (missed periods one by one).
 	virtual void on_timer(uint64_t /*now_ns*/) {}
 	// Return: the next timer deadline (UINT64_MAX: none).
@@ -78,12 +138,20 @@ public:
 	virtual uint64_t window_bytes() const { return 0; }
 };
 
-// Where a QP's rate starts.
+// Where a QP's rate starts, and what corrects it early (PB-FS's postcards, LDCP's fast start).
+// Its handlers run after the base algorithm's and may call algo.set_rate().
 class StartPolicy {
 public:
 	virtual ~StartPolicy() = default;
 	virtual std::string name() const = 0;
 	virtual uint64_t initial_rate(uint64_t line_rate_bps) const = 0;
+	virtual void on_message(const MessageStart &, Algorithm &) {}
+	virtual void on_tx(const TxPacket &, TxMarks &, Algorithm &) {}
+	virtual void on_ack(const AckSample &, Algorithm &) {}
+	virtual void on_cnp(const CnpEvent &, Algorithm &) {}
+	virtual void on_postcard(const PostcardEvent &, Algorithm &) {}
+	virtual void on_timer(uint64_t /*now_ns*/, Algorithm &) {}
+	virtual uint64_t next_timer() const { return UINT64_MAX; }
 };
 
 // Flow control layered on the rate (SFC's pause). Default: never pauses.
@@ -91,7 +159,9 @@ class FlowControl {
 public:
 	virtual ~FlowControl() = default;
 	virtual std::string name() const = 0;
-	virtual void on_bts(const SignalEvent &) {}
+	virtual void on_tx(const TxPacket &, TxMarks &) {}
+	virtual void on_bts(const BtsEvent &) {}
+	// Return: the fabric time the QP may send again (0 or a past time: not paused).
 	virtual uint64_t pause_until_ns() const { return 0; }
 };
 
@@ -112,6 +182,7 @@ class LineRate final : public Algorithm {
 public:
 	std::string name() const override { return "none"; }
 	void start(uint64_t, uint64_t rate_bps) override { rate_ = rate_bps; }
+	void set_rate(uint64_t, uint64_t rate_bps) override { rate_ = rate_bps; }
 	uint64_t rate_bps() const override { return rate_; }
 
 private:
@@ -126,14 +197,42 @@ public:
 		: algo_(std::move(a)), start_(std::move(s)), fc_(std::move(f)), line_rate_(line_rate_bps) {}
 
 	void start(uint64_t now_ns) { algo_->start(now_ns, start_->initial_rate(line_rate_)); }
-	void on_ack(const AckSample &e) { algo_->on_ack(e); }
-	void on_cnp(const CnpEvent &e) { algo_->on_cnp(e); }
-	void on_tx(uint64_t now_ns, uint64_t bytes) { algo_->on_tx(now_ns, bytes); }
+	void on_message(const MessageStart &m)
+	{
+		algo_->on_message(m);
+		start_->on_message(m, *algo_);
+	}
+	// Return: the marks the packet carries.
+	TxMarks on_tx(const TxPacket &p)
+	{
+		TxMarks m;
+		algo_->on_tx(p, m);
+		start_->on_tx(p, m, *algo_);
+		fc_->on_tx(p, m);
+		return m;
+	}
+	void on_ack(const AckSample &e)
+	{
+		algo_->on_ack(e);
+		start_->on_ack(e, *algo_);
+	}
+	void on_cnp(const CnpEvent &e)
+	{
+		algo_->on_cnp(e);
+		start_->on_cnp(e, *algo_);
+	}
 	void on_pfc(const PfcEvent &e) { algo_->on_pfc(e); }
-	void on_bts(const SignalEvent &e) { fc_->on_bts(e); }
-	void on_postcard(const SignalEvent &e) { algo_->on_postcard(e); }
-	void on_timer(uint64_t now_ns) { algo_->on_timer(now_ns); }
-	uint64_t next_timer() const { return algo_->next_timer(); }
+	void on_bts(const BtsEvent &e) { fc_->on_bts(e); }
+	void on_postcard(const PostcardEvent &e) { start_->on_postcard(e, *algo_); }
+	// Fire the parts' timers due at or before now.
+	void on_timer(uint64_t now_ns)
+	{
+		if (algo_->next_timer() <= now_ns)
+			algo_->on_timer(now_ns);
+		if (start_->next_timer() <= now_ns)
+			start_->on_timer(now_ns, *algo_);
+	}
+	uint64_t next_timer() const { return std::min(algo_->next_timer(), start_->next_timer()); }
 	Output output() const { return Output{algo_->rate_bps(), algo_->window_bytes(), fc_->pause_until_ns()}; }
 	std::string name() const { return algo_->name() + "/" + start_->name() + "/" + fc_->name(); }
 	Algorithm &algorithm() { return *algo_; }
@@ -146,15 +245,40 @@ private:
 	uint64_t line_rate_;
 };
 
-// The receiver side (notification point) of a scheme: decides when to send a CNP.
+// A data packet as the notification point sees it.
+struct NpPacket {
+	uint64_t now_ns = 0;
+	uint32_t psn = 0;
+	uint32_t wire_bytes = 0;       // the frame as received, Ethernet header to ICRC
+	bool ce = false;
+};
+
+// A CNP to send: the PSN it names (the CE-marked packet that caused it) and its payload.
+struct CnpOut {
+	uint32_t psn = 0;
+	std::array<uint8_t, kCnpPayloadBytes> payload{};
+};
+
+// The receiver side (notification point) of a scheme: decides when a CNP leaves and what it
+// carries.
 class NotificationPoint {
 public:
 	virtual ~NotificationPoint() = default;
-	// A data packet arrived (ce: it was CE-marked). Return: true to send a CNP now.
-	virtual bool on_data(uint64_t now_ns, bool ce) = 0;
-	// Return: true to send a CNP at this timer.
-	virtual bool on_timer(uint64_t now_ns) = 0;
+	// A data packet arrived. Return: a CNP to send now, if any.
+	virtual std::optional<CnpOut> on_data(const NpPacket &p) = 0;
+	// Return: a CNP to send at this timer, if any.
+	virtual std::optional<CnpOut> on_timer(uint64_t now_ns) = 0;
 	virtual uint64_t next_timer() const = 0;
+};
+
+// The fabric a scheme's parameters are derived for (calibration, DESIGN.md §5): the host line
+// rate, the base RTTs and the path MTU, in fabric units.
+struct Fabric {
+	uint64_t line_rate_bps = 0;
+	uint64_t base_rtt_ns = 0;      // the RTT the scheme's parameters scale with
+	uint32_t mtu = 0;
+	uint64_t min_base_rtt_ns = 0;  // over host pairs (0 = unknown: base_rtt_ns)
+	uint64_t max_base_rtt_ns = 0;  // over host pairs (0 = unknown: base_rtt_ns)
 };
 
 // Everything a scheme needs to build its parts for one QP.
@@ -165,20 +289,13 @@ struct Setup {
 	uint64_t line_rate_bps = 0;
 	uint64_t bdp_bytes = 0;               // for window variants
 	bool np = true;                       // notification point on (negative control: off)
+	Fabric fabric;                        // the fabric the QP runs on (filled by the engine)
 };
 
 struct Parts {
 	std::unique_ptr<Controller> controller;
 	std::unique_ptr<NotificationPoint> np; // null when the scheme sends no CNPs (or np = false)
 	std::string describe;                  // the parameters in effect, one line
-};
-
-// The fabric a scheme's parameters are derived for (calibration, DESIGN.md §5): the host line
-// rate, the base RTT and the path MTU, in fabric units.
-struct Fabric {
-	uint64_t line_rate_bps = 0;
-	uint64_t base_rtt_ns = 0;
-	uint32_t mtu = 0;
 };
 
 // A scheme's parameters derived from its spec's rules for a fabric: overrides for make()

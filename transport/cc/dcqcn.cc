@@ -206,12 +206,19 @@ void DcqcnPaper::increase()
 	increased_ = true;
 }
 
-void DcqcnPaper::on_tx(uint64_t, uint64_t bytes)
+void DcqcnPaper::set_rate(uint64_t, uint64_t rate_bps)
 {
-	// RP3: the byte counter.
+	// A start policy's correction: the current and the target rate both move there (a later
+	// increase recovers toward it, not toward the old target).
+	rc_ = rt_ = std::clamp(double(rate_bps), double(p_.rmin_bps), line_);
+}
+
+void DcqcnPaper::on_tx(const TxPacket &p, TxMarks &)
+{
+	// RP3: the byte counter (counts what goes on the wire).
 	if (!active_ || p_.b_bytes == 0)
 		return;
-	bytes_left_ -= int64_t(bytes);
+	bytes_left_ -= int64_t(p.wire_bytes);
 	while (bytes_left_ <= 0) {
 		bc_++;
 		bytes_left_ += int64_t(hyper_ ? p_.b_bytes / 2 : p_.b_bytes);
@@ -249,6 +256,11 @@ void DcqcnMellanox::start(uint64_t, uint64_t rate_bps)
 	rc_ = rt_ = std::min(double(rate_bps), line_);
 	alpha_ = p_.alpha0;
 	active_ = false;
+}
+
+void DcqcnMellanox::set_rate(uint64_t, uint64_t rate_bps)
+{
+	rc_ = rt_ = std::clamp(double(rate_bps), double(p_.rmin_bps), line_);
 }
 
 void DcqcnMellanox::on_cnp(const CnpEvent &e)
@@ -309,27 +321,28 @@ uint64_t DcqcnMellanox::next_timer() const { return std::min({alpha_timer_, decr
 // ---------------------------------------------------------------------------------------------
 // Notification point
 
-bool DcqcnNp::on_data(uint64_t now, bool ce)
+std::optional<CnpOut> DcqcnNp::on_data(const NpPacket &p)
 {
-	if (!ce)
-		return false;
-	if (!sent_ || now - last_ >= n_) {
+	if (!p.ce)
+		return std::nullopt;
+	if (!sent_ || p.now_ns - last_ >= n_) {
 		sent_ = true;
-		last_ = now;
+		last_ = p.now_ns;
 		pending_ = false;
-		return true;
+		return CnpOut{p.psn, {}};
 	}
 	pending_ = true;
-	return false;
+	pending_psn_ = p.psn;
+	return std::nullopt;
 }
 
-bool DcqcnNp::on_timer(uint64_t now)
+std::optional<CnpOut> DcqcnNp::on_timer(uint64_t now)
 {
 	if (!pending_ || now < last_ + n_)
-		return false;
+		return std::nullopt;
 	last_ = now;
 	pending_ = false;
-	return true;
+	return CnpOut{pending_psn_, {}};
 }
 
 } // namespace qn::tp::cc

@@ -56,8 +56,9 @@ public:
 	DcqcnPaper(const DcqcnParams &p, uint64_t line_rate_bps) : p_(p), line_(double(line_rate_bps)) {}
 	std::string name() const override { return p_.window ? "dcqcn+w" : "dcqcn"; }
 	void start(uint64_t now_ns, uint64_t rate_bps) override;
+	void set_rate(uint64_t now_ns, uint64_t rate_bps) override;
 	void on_cnp(const CnpEvent &e) override;
-	void on_tx(uint64_t now_ns, uint64_t bytes) override;
+	void on_tx(const TxPacket &p, TxMarks &m) override;
 	void on_timer(uint64_t now_ns) override;
 	uint64_t next_timer() const override;
 	uint64_t rate_bps() const override { return uint64_t(rc_); }
@@ -91,6 +92,7 @@ public:
 	DcqcnMellanox(const DcqcnParams &p, uint64_t line_rate_bps) : p_(p), line_(double(line_rate_bps)) {}
 	std::string name() const override { return p_.window ? "dcqcn+w" : "dcqcn"; }
 	void start(uint64_t now_ns, uint64_t rate_bps) override;
+	void set_rate(uint64_t now_ns, uint64_t rate_bps) override;
 	void on_cnp(const CnpEvent &e) override;
 	void on_timer(uint64_t now_ns) override;
 	uint64_t next_timer() const override;
@@ -112,16 +114,19 @@ private:
 
 // The notification point (§3.2): a CNP on a CE-marked arrival when none was sent in the last
 // N; otherwise at most one more at the end of the interval if a marked packet arrived in it.
+// A CNP names the PSN of the CE-marked packet behind it (the latest one, for the interval's
+// end); its payload is zero (common.md §1.3).
 class DcqcnNp final : public NotificationPoint {
 public:
 	explicit DcqcnNp(uint64_t interval_ns) : n_(interval_ns) {}
-	bool on_data(uint64_t now_ns, bool ce) override;
-	bool on_timer(uint64_t now_ns) override;
+	std::optional<CnpOut> on_data(const NpPacket &p) override;
+	std::optional<CnpOut> on_timer(uint64_t now_ns) override;
 	uint64_t next_timer() const override { return pending_ ? last_ + n_ : UINT64_MAX; }
 
 private:
 	uint64_t n_;
 	uint64_t last_ = 0;
+	uint32_t pending_psn_ = 0;          // the latest CE-marked PSN not yet answered
 	bool sent_ = false, pending_ = false;
 };
 

@@ -41,7 +41,7 @@ struct Sender {
 	uint64_t start_ns = 0;
 	uint64_t next_ok = 0;        // pacing
 	uint64_t link_free = 0;      // own link
-	uint64_t sent = 0, acked = 0, received = 0;
+	uint64_t sent = 0, acked = 0, received = 0, pkts = 0;
 	uint64_t timer_at = UINT64_MAX;   // the Timer event in the queue
 	uint64_t np_timer_at = UINT64_MAX;
 	bool tx_pending = false, done_sending = false;
@@ -77,11 +77,14 @@ public:
 			x.start_ns = uint64_t(i) * c_.stagger_ns;
 			x.next_ok = x.link_free = x.start_ns;
 			x.parts.controller->start(x.start_ns);
+			if (c_.flow_bytes)
+				x.parts.controller->on_message(MessageStart{x.start_ns, 0, c_.flow_bytes});
 			push(x.start_ns, Kind::Tx, i);
 			x.tx_pending = true;
 		}
 		r_.describe = s_[0].parts.describe;
 		r_.done_ns.assign(size_t(c_.senders), 0);
+		r_.fct_ns.assign(size_t(c_.senders), 0);
 		r_.windows.resize(size_t((c_.duration_ns + c_.window_ns - 1) / c_.window_ns));
 		for (size_t w = 0; w < r_.windows.size(); w++)
 			r_.windows[w].start_ns = w * c_.window_ns;
@@ -168,8 +171,10 @@ private:
 		uint64_t start = std::max(now, x.link_free);
 		uint64_t ser = serialization_ns(frame + c_.wire_overhead, c_.line_rate_bps);
 		x.link_free = start + ser;
+		TxPacket tp{now, uint32_t(x.pkts & 0xFFFFFF), frame, payload, false, 0, x.sent, c_.flow_bytes};
+		x.pkts++;
 		x.sent += payload;
-		ctl(i).on_tx(now, frame);
+		ctl(i).on_tx(tp);
 		uint64_t rate = ctl(i).output().rate_bps;
 		x.next_ok = rate >= c_.line_rate_bps ? x.link_free : now + serialization_ns(frame + c_.wire_overhead, rate);
 		r_.data_packets++;
@@ -259,7 +264,7 @@ private:
 			if (c_.flow_bytes && x.received >= c_.flow_bytes && !r_.done_ns[size_t(e.who)])
 				r_.done_ns[size_t(e.who)] = e.t;
 			const uint64_t back = 2 * c_.hop_delay_ns + 2 * serialization_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps);
-			if (x.parts.np && x.parts.np->on_data(e.t, e.ce)) {
+			if (x.parts.np && x.parts.np->on_data(NpPacket{e.t, 0, e.payload + c_.frame_bytes - c_.payload_bytes, e.ce})) {
 				r_.cnps++;
 				push(e.t + back, Kind::Cnp, e.who);
 			}
@@ -281,7 +286,7 @@ private:
 			break;
 		}
 		case Kind::Cnp:
-			ctl(e.who).on_cnp(CnpEvent{e.t, {}});
+			ctl(e.who).on_cnp(CnpEvent{e.t, 0, {}});
 			trace(e.who, e.t);
 			arm_timer(e.who);
 			schedule_tx(e.who, e.t);
@@ -289,6 +294,8 @@ private:
 		case Kind::Ack: {
 			Sender &x = s_[size_t(e.who)];
 			x.acked += e.payload;
+			if (c_.flow_bytes && x.acked >= c_.flow_bytes && !r_.fct_ns[size_t(e.who)])
+				r_.fct_ns[size_t(e.who)] = e.t - x.start_ns;
 			ctl(e.who).on_ack(AckSample{e.t, e.payload, uint16_t(0), false, std::nullopt, false});
 			arm_timer(e.who);
 			schedule_tx(e.who, e.t);

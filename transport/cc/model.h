@@ -67,6 +67,7 @@ struct ModelResult {
 	uint64_t payload_rx_bytes = 0;
 	uint64_t first_ce_rx_ns = 0;          // the first CE-marked packet at the receiver (0 = none)
 	std::vector<uint64_t> done_ns;        // per sender: when its last payload byte arrived (0 = not done)
+	std::vector<uint64_t> fct_ns;         // per sender: start to the ACK of its last byte (0 = not done)
 	std::string describe;                 // the scheme's parameters in effect
 };
 

@@ -28,6 +28,17 @@ static_assert(sizeof(struct qn_bth) == QN_BTH_LEN, "qn_bth layout changed");
 static_assert(sizeof(struct qn_aeth) == QN_AETH_LEN, "qn_aeth layout changed");
 static_assert(sizeof(struct qn_qack) == 16, "qn_qack layout changed");
 static_assert(sizeof(struct qn_rx_meta) == 16, "qn_rx_meta layout changed");
+static_assert(sizeof(struct qn_bts) == 48, "qn_bts layout changed (sfc.md §5: 8 + 40 trimmed bytes)");
+static_assert(offsetof(struct qn_bts, pause_us) == 2 && offsetof(struct qn_bts, reporter) == 4 &&
+		      offsetof(struct qn_bts, orig_ip) == 8 && offsetof(struct qn_bts, orig_bth) == 36,
+	      "qn_bts layout changed");
+static_assert(QN_BTS_IP_LEN == 76, "sfc.md §5: a BTS is 76 bytes of IP");
+static_assert(sizeof(struct qn_postcard) == 56, "qn_postcard layout changed (pbfs.md §5)");
+static_assert(offsetof(struct qn_postcard, sid_hi) == 4 && offsetof(struct qn_postcard, flow_saddr) == 12 &&
+		      offsetof(struct qn_postcard, dest_qp) == 24 && offsetof(struct qn_postcard, i_p) == 28 &&
+		      offsetof(struct qn_postcard, recent_marked_bytes) == 44 &&
+		      offsetof(struct qn_postcard, t0_ns) == 48,
+	      "qn_postcard layout changed (pbfs.md §5)");
 static_assert(QN_HTB_CLASS_CONTROL == (QN_HTB_HANDLE | 0x10), "control class must be 1:10");
 static_assert(QN_HTB_CLASS_DATA == (QN_HTB_HANDLE | 0x20), "data class must be 1:20");
 

@@ -1,0 +1,243 @@
+// engine_health.cc - the engine's measurements: latency histograms, the validity verdict (health) and
+// the switch queue samples (engine.h).
+#include "engine.h"
+
+#include <bpf/bpf.h>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "netns.h"
+#include "switch_loader.h"
+
+namespace qn::tp {
+
+size_t Histogram::bucket(uint64_t v)
+{
+	if (v < 1024)
+		return size_t(v);
+	int lg = 63 - __builtin_clzll(v); // >= 10
+	size_t sub = size_t((v >> (lg - 4)) & 15);
+	size_t b = 1024 + size_t(lg - 10) * 16 + sub;
+	return std::min(b, size_t(1024 + 16 * 40 - 1));
+}
+
+uint64_t Histogram::upper(size_t b)
+{
+	if (b < 1024)
+		return b;
+	size_t lg = (b - 1024) / 16 + 10;
+	uint64_t sub = (b - 1024) % 16;
+	return ((16 + sub + 1) << (lg - 4)) - 1;
+}
+
+void Histogram::add(uint64_t v)
+{
+	b_[bucket(v)]++;
+	n_++;
+	max_ = std::max(max_, v);
+}
+
+uint64_t Histogram::quantile(double p) const
+{
+	if (n_ == 0)
+		return 0;
+	uint64_t want = uint64_t(std::ceil(p * double(n_)));
+	want = std::max<uint64_t>(want, 1);
+	uint64_t acc = 0;
+	for (size_t i = 0; i < b_.size(); i++) {
+		acc += b_[i];
+		if (acc >= want)
+			return std::min(upper(i), max_);
+	}
+	return max_;
+}
+
+std::string Health::to_text() const
+{
+	std::ostringstream o;
+	o << "validity: " << (valid ? "VALID" : "INVALID") << "\n";
+	for (const auto &r : reasons)
+		o << "  reason: " << r << "\n";
+	o << "  dilation " << double(d_milli) / 1000.0 << ", base RTT " << base_rtt_ns << " ns (fabric)\n"
+	  << "  pacer lateness p99 " << late_p99_ns << " ns, max " << late_max_ns << " ns (fabric, "
+	  << late_count << " sends), link efficiency " << link_efficiency << "\n"
+	  << "  stalls " << stalls << " (threshold " << stall_threshold_wall_ns << " ns wall, max "
+	  << stall_max_wall_ns << " ns)\n"
+	  << "  xsk drops " << xsk_drops << ", tx held " << tx_held << ", tx frames exhausted " << tx_no_frame
+	  << ", softnet drops " << softnet_drops
+	  << ", time_squeeze " << time_squeeze << ", veth drops " << veth_drops << "\n"
+	  << "  loop iterations " << loop_iters << ", sleeps " << sleeps << "\n";
+	return o.str();
+}
+
+Result<std::pair<uint64_t, uint64_t>> read_softnet()
+{
+	std::ifstream f("/proc/net/softnet_stat");
+	if (!f)
+		return sys_error(errno, "open /proc/net/softnet_stat");
+	std::string line;
+	uint64_t drops = 0, squeeze = 0;
+	while (std::getline(f, line)) {
+		std::istringstream ss(line);
+		std::string processed, dropped, sq;
+		if (!(ss >> processed >> dropped >> sq))
+			continue;
+		drops += std::stoull(dropped, nullptr, 16);
+		squeeze += std::stoull(sq, nullptr, 16);
+	}
+	return std::make_pair(drops, squeeze);
+}
+
+Status Engine::sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns)
+{
+	int id = topo_.find(sw);
+	if (id < 0 || topo_.nodes[size_t(id)].kind != NodeKind::Switch)
+		return make_error("queue sampling: no switch '" + sw + "' in topology " + topo_.name);
+	const Port *pp = nullptr;
+	for (int pi : topo_.ports_of(id))
+		if (topo_.ports[size_t(pi)].ifname == port)
+			pp = &topo_.ports[size_t(pi)];
+	if (!pp)
+		return make_error("queue sampling: switch " + sw + " has no port '" + port + "'");
+	if (interval_ns == 0)
+		return make_error("queue sampling: the interval must be positive");
+	std::string pin = std::string(kPinRoot) + "/" + topo_.name + "/" + sw + "/qn_qstate";
+	int fd = bpf_obj_get(pin.c_str());
+	if (fd < 0)
+		return sys_error(errno, "open " + pin);
+	qprobes_.push_back(QueueProbe{fd, uint32_t(pp->port_no)});
+	qseries_.push_back(QueueSeries{sw + "/" + port, {}});
+	qsample_ns_ = qsample_ns_ ? std::min(qsample_ns_, interval_ns) : interval_ns;
+	return ok_status();
+}
+
+Status Engine::sample_all_queues(uint64_t interval_ns)
+{
+	for (const Node &n : topo_.nodes)
+		if (n.kind == NodeKind::Switch)
+			for (int pi : topo_.ports_of(n.id))
+				QN_TRY(sample_queue(n.name, topo_.ports[size_t(pi)].ifname, interval_ns));
+	return ok_status();
+}
+
+void Engine::sample_queues(uint64_t now)
+{
+	for (size_t i = 0; i < qprobes_.size(); i++) {
+		qn_qstate q{};
+		uint32_t key = qprobes_[i].port_no;
+		if (bpf_map_lookup_elem(qprobes_[i].fd, &key, &q) != 0)
+			continue;
+		qseries_[i].samples.emplace_back(now, q.acct_bytes > 0 ? uint64_t(q.acct_bytes) : 0);
+	}
+	uint64_t rx = 0;
+	for (const auto &h : hosts_)
+		rx += h->c.rx_data_bytes;
+	rx_series_.emplace_back(now, rx);
+	// A late sample is taken late, never doubled up.
+	next_qsample_ = std::max(next_qsample_ + qsample_ns_, now + qsample_ns_ / 2);
+}
+
+Result<Engine::Totals> Engine::totals()
+{
+	auto sn = read_softnet();
+	if (!sn)
+		return sn.error();
+	Totals t;
+	t.softnet_drops = sn->first;
+	t.squeeze = sn->second;
+	for (const auto &h : hosts_) {
+		if (auto c = if_counters(h->netns, h->ifname))
+			t.veth_drops += c->rx_dropped + c->tx_dropped;
+		if (auto x = h->port->stats())
+			t.xsk_drops += x->drops();
+		t.tx_held += h->port->tx_held();
+		t.tx_no_frame += h->c.tx_no_frame;
+	}
+	for (const auto &c : cables_)
+		for (int k = 0; k < 2; k++) {
+			if (auto x = c->end[k]->stats())
+				t.xsk_drops += x->drops();
+			t.tx_held += c->end[k]->tx_held();
+		}
+	return t;
+}
+
+Status Engine::health_begin()
+{
+	auto t = totals();
+	if (!t)
+		return t.error();
+	base_ = *t;
+	late_ = Histogram();
+	stalls_ = stall_max_ = iters_ = sleeps_ = 0;
+	for (auto &h : hosts_)
+		h->ser_ns = h->late_ns = 0;
+	return ok_status();
+}
+
+Health Engine::health()
+{
+	Health r;
+	r.d_milli = clock_.d_milli();
+	r.base_rtt_ns = opt_.base_rtt_ns;
+	r.late_p99_ns = late_.quantile(0.99);
+	r.late_max_ns = late_.max();
+	r.late_count = late_.count();
+	for (const auto &h : hosts_) {
+		// Only hosts backlogged for at least 100 frames' worth of time are judged.
+		if (h->ser_ns > 100 * serialization_ns(2100, h->link_bps)) {
+			double eff = double(h->ser_ns) / double(h->ser_ns + h->late_ns);
+			r.link_efficiency = std::min(r.link_efficiency, eff);
+		}
+	}
+	r.stalls = stalls_;
+	r.stall_max_wall_ns = stall_max_;
+	r.stall_threshold_wall_ns = stall_thr_wall_;
+	r.loop_iters = iters_;
+	r.sleeps = sleeps_;
+	if (auto t = totals()) {
+		auto delta = [](uint64_t now, uint64_t base) { return now - std::min(now, base); };
+		r.softnet_drops = delta(t->softnet_drops, base_.softnet_drops);
+		r.time_squeeze = delta(t->squeeze, base_.squeeze);
+		r.veth_drops = delta(t->veth_drops, base_.veth_drops);
+		r.xsk_drops = delta(t->xsk_drops, base_.xsk_drops);
+		r.tx_held = delta(t->tx_held, base_.tx_held);
+		r.tx_no_frame = delta(t->tx_no_frame, base_.tx_no_frame);
+	}
+	auto fail = [&](std::string why) {
+		r.valid = false;
+		r.reasons.push_back(std::move(why));
+	};
+	const uint64_t late_thr = uint64_t(opt_.late_p99_frac * double(opt_.base_rtt_ns));
+	if (r.late_count >= 100 && r.late_p99_ns > late_thr)
+		fail("pacer lateness p99 " + std::to_string(r.late_p99_ns) + " ns > " + std::to_string(late_thr) +
+		     " ns (" + std::to_string(int(opt_.late_p99_frac * 100)) + "% of the base RTT)");
+	if (r.link_efficiency < opt_.min_link_efficiency) {
+		char b[160];
+		std::snprintf(b, sizeof(b), "backlogged hosts reached %.1f%% of their link rate (< %.0f%%)",
+			      100 * r.link_efficiency, 100 * opt_.min_link_efficiency);
+		fail(b);
+	}
+	if (r.stalls)
+		fail(std::to_string(r.stalls) + " event-loop stalls (max " + std::to_string(r.stall_max_wall_ns / 1000) +
+		     " us wall > " + std::to_string(stall_thr_wall_ / 1000) + " us)");
+	if (r.xsk_drops)
+		fail(std::to_string(r.xsk_drops) + " AF_XDP ring drops");
+	if (r.tx_no_frame)
+		fail("every AF_XDP TX frame was in flight downstream " + std::to_string(r.tx_no_frame) +
+		     " times (a hidden queue in the sender; raise frames_per_port)");
+	if (r.tx_held)
+		fail("the kernel held back AF_XDP TX frames after " + std::to_string(r.tx_held) +
+		     " kicks (a hidden queue in the sender)");
+	if (r.softnet_drops)
+		fail(std::to_string(r.softnet_drops) + " softnet backlog drops");
+	if (r.time_squeeze)
+		fail(std::to_string(r.time_squeeze) + " softnet time_squeeze events");
+	if (r.veth_drops)
+		fail(std::to_string(r.veth_drops) + " host veth drops");
+	return r;
+}
+
+} // namespace qn::tp

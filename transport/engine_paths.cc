@@ -1,0 +1,83 @@
+// engine_paths.cc - paths between served hosts: base RTT, bottleneck, path MTU (common.md §4).
+#include "engine.h"
+
+#include <algorithm>
+#include <deque>
+
+namespace qn::tp {
+
+Engine::PathInfo Engine::path_from(int src_node, int dst_node) const
+{
+	// common.md §4: base RTT = 2 x the propagation delays of the path + one full data frame's
+	// serialization per hop; the bottleneck is the slowest link. Paths are shortest in hops (as
+	// the switches route); among equal ones the smallest RTT.
+	const size_t n = topo_.nodes.size();
+	std::vector<int> hops(n, -1);
+	std::vector<uint64_t> cost(n, 0), bottleneck(n, UINT64_MAX);
+	std::vector<uint32_t> mtu(n, UINT32_MAX);
+	std::deque<int> bfs{src_node};
+	hops[size_t(src_node)] = 0;
+	while (!bfs.empty()) {
+		int u = bfs.front();
+		bfs.pop_front();
+		if (u != src_node && topo_.nodes[size_t(u)].kind == NodeKind::Host)
+			continue; // hosts do not forward
+		for (int pi : topo_.ports_of(u)) {
+			const Port &p = topo_.ports[size_t(pi)];
+			const Link &l = topo_.links[size_t(p.link)];
+			int v = p.peer_node;
+			uint64_t c = cost[size_t(u)] + 2 * l.delay_ns +
+				     serialization_ns(wire_bytes(l.mtu + QN_ETH_HLEN), l.rate_bps);
+			uint64_t bn = std::min(bottleneck[size_t(u)], l.rate_bps);
+			uint32_t m = std::min(mtu[size_t(u)], l.mtu);
+			if (hops[size_t(v)] < 0) {
+				hops[size_t(v)] = hops[size_t(u)] + 1;
+				cost[size_t(v)] = c;
+				bottleneck[size_t(v)] = bn;
+				mtu[size_t(v)] = m;
+				bfs.push_back(v);
+			} else if (hops[size_t(v)] == hops[size_t(u)] + 1 && c < cost[size_t(v)]) {
+				cost[size_t(v)] = c;
+				bottleneck[size_t(v)] = bn;
+				mtu[size_t(v)] = m;
+			}
+		}
+	}
+	PathInfo r;
+	if (hops[size_t(dst_node)] > 0) {
+		r.ok = true;
+		r.base_rtt_ns = cost[size_t(dst_node)];
+		r.bottleneck_bps = bottleneck[size_t(dst_node)];
+		r.mtu = mtu[size_t(dst_node)];
+	}
+	return r;
+}
+
+Engine::PathInfo Engine::path(const std::string &a, const std::string &b) const
+{
+	auto ia = host_by_name_.find(a), ib = host_by_name_.find(b);
+	if (ia == host_by_name_.end() || ib == host_by_name_.end())
+		return PathInfo{};
+	return path_from(hosts_[ia->second]->node, hosts_[ib->second]->node);
+}
+
+std::pair<uint64_t, uint64_t> Engine::rtt_range() const
+{
+	// The smallest base RTT over served host pairs is the base the thresholds scale with; the
+	// largest is what a scheme's window or timer must cover (both go to the schemes' Fabric).
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (const auto &src : hosts_)
+		for (const auto &dst : hosts_)
+			if (dst != src) {
+				PathInfo p = path_from(src->node, dst->node);
+				if (p.ok) {
+					lo = std::min(lo, p.base_rtt_ns);
+					hi = std::max(hi, p.base_rtt_ns);
+				}
+			}
+	if (lo == UINT64_MAX)
+		return {10'000, 10'000};
+	return {std::max<uint64_t>(lo, 1000), std::max<uint64_t>(hi, 1000)};
+}
+
+} // namespace qn::tp

@@ -23,3 +23,463 @@ TEST_CASE("engine__default_rto_follows_the_scheme", "[engine]")
 		CHECK((r.first == 100'000 || r.first == 67'108'864));
 	}
 }
+
+// ---------------------------------------------------------------------------------------------
+// The engine's receive and transmit paths on FakePorts and a FakeClock (no root, no kernel):
+// signal intake, per-QP pause, timers armed from event handlers, per-packet marks, CNPs with
+// the causing PSN and the NP's payload, start-policy rates on the wire.
+
+#include <cmath>
+#include <map>
+
+#include "fake_port.h"
+#include "packet.h"
+#include "topology.h"
+
+namespace {
+
+using namespace qn;
+using namespace qn::tp::cc;
+
+constexpr uint64_t kLine = 10'000'000'000ULL;
+// One full data frame (MTU 2048, no ICRC) with its wire overhead at 10 Gbit/s.
+constexpr uint64_t kSerNs = serialization_ns(data_frame_bytes(payload_mtu(2048), false) + QN_WIRE_OVERHEAD, kLine);
+
+struct Sent {
+	uint64_t t;
+	std::vector<uint8_t> f;
+};
+
+// N hosts on one switch, no propagation delay, every frame handed over at its start (no TX
+// horizon). The test is the switch: it moves frames between ports (wire()) or drops them.
+struct Rig {
+	FakeClock clock;
+	std::map<std::string, FakePort *> port; // by host name
+	std::map<std::string, std::vector<Sent>> sent;
+	std::unique_ptr<Engine> e;
+
+	explicit Rig(int n)
+	{
+		auto t = parse_topology("name fake\ndefaults rate=10Gbps mtu=2048 delay=0us\nswitch tor\nhost h[1.." +
+						std::to_string(n) + "]\nlink h[1.." + std::to_string(n) + "] tor\n",
+					"fake.topo");
+		if (!t.ok())
+			FAIL(t.error().to_string());
+		REQUIRE(t.ok());
+		EngineOptions o;
+		o.tx_horizon_wall_ns = 0;
+		PortOpener open = [this](const std::string &, const std::string &ifname, const std::string &,
+					 uint32_t) -> Result<std::unique_ptr<FramePort>> {
+			auto p = std::make_unique<FakePort>(512);
+			port[ifname.substr(0, ifname.find('-'))] = p.get();
+			return std::unique_ptr<FramePort>(std::move(p));
+		};
+		auto r = Engine::open_on(*t, Dilation(), o, open, clock);
+		REQUIRE(r.ok());
+		e = std::move(*r);
+	}
+	// One pass at fabric time t; captures what each host transmitted.
+	uint64_t step(uint64_t t)
+	{
+		clock.set(t);
+		uint64_t d = e->step(t);
+		for (auto &[h, p] : port)
+			for (auto &f : p->take_tx())
+				sent[h].push_back(Sent{t, std::move(f)});
+		return d;
+	}
+	// Run the loop as Engine::run does, up to `until` (exclusive): a pass at every deadline.
+	void run_to(uint64_t until)
+	{
+		uint64_t t = clock.now_ns();
+		while (t < until) {
+			uint64_t d = step(t);
+			t = std::max(t + 1, std::min(d, until));
+		}
+		clock.set(until);
+	}
+	Packet parsed(const Sent &s) const
+	{
+		Packet p;
+		REQUIRE(parse(s.f, false, p) == ParseError::None);
+		return p;
+	}
+};
+
+// A flow-control part that pauses on a BTS for its pause time (SFC's reaction, sfc.md §3.5 S1).
+struct PauseOnBts final : FlowControl {
+	uint64_t until = 0;
+	std::string name() const override { return "pause-on-bts"; }
+	void on_bts(const BtsEvent &e) override { until = e.now_ns + uint64_t(e.pause_us) * 1000; }
+	uint64_t pause_until_ns() const override { return until; }
+};
+
+QpOptions pausing_qp()
+{
+	QpOptions o;
+	o.rto_low_ns = o.rto_high_ns = 500'000;
+	o.cc_make = [](const Setup &s) -> Result<Parts> {
+		Parts p;
+		p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), std::make_unique<LineRateStart>(),
+							    std::make_unique<PauseOnBts>(), s.line_rate_bps);
+		return p;
+	};
+	return o;
+}
+
+std::vector<uint8_t> bts_for(const Rig &r, const Sent &data, uint16_t sport, uint16_t pause_us)
+{
+	Packet d = r.parsed(data);
+	TxHeader o;
+	o.src = Endpoint{Mac{2, 0, 0, 0, 0, 0x99}, d.dst.ip}; // from the congested receiver
+	o.dst = d.src;
+	o.sport = sport;
+	BtsInfo b;
+	b.version = QN_BTS_VERSION;
+	b.pause_us = pause_us;
+	std::vector<uint8_t> f(kBtsFrameBytes);
+	REQUIRE(encode_bts(o, b, std::span<const uint8_t, kTrimmedBytes>(data.f.data() + 14, kTrimmedBytes), f.data(),
+			   f.size()) == f.size());
+	return f;
+}
+
+// Frames a host sent from QP `sport` in [from, to).
+std::vector<const Sent *> frames_of(Rig &r, const std::string &h, uint16_t sport, uint64_t from, uint64_t to)
+{
+	std::vector<const Sent *> v;
+	for (const auto &s : r.sent[h]) {
+		Packet p = r.parsed(s);
+		if (p.kind == Kind::Data && p.sport == sport && s.t >= from && s.t < to)
+			v.push_back(&s);
+	}
+	return v;
+}
+
+} // namespace
+
+TEST_CASE("engine__bts_pauses_only_its_qp_for_exactly_the_signalled_time", "[engine]")
+{
+	Rig r(3);
+	auto a = r.e->connect("h1", "h2", pausing_qp());
+	auto b = r.e->connect("h1", "h3", pausing_qp());
+	REQUIRE(a.ok());
+	REQUIRE(b.ok());
+	const uint16_t sa = qpn_to_sport(r.e->qpn(*a)), sb = qpn_to_sport(r.e->qpn(*b));
+	r.e->post(*a, Message{1, 4'000'000, nullptr});
+	r.e->post(*b, Message{2, 4'000'000, nullptr});
+	// Nothing is delivered (no ACKs): both QPs send at line rate, their RTOs armed.
+	r.run_to(20'000);
+	const uint64_t rto_a = r.e->rto_deadline(*a), rto_b = r.e->rto_deadline(*b);
+	REQUIRE(rto_a != UINT64_MAX);
+	REQUIRE(rto_b != UINT64_MAX);
+	auto before = frames_of(r, "h1", sa, 0, 20'000);
+	REQUIRE(before.size() >= 4);
+
+	SECTION("found by the UDP source port")
+	{
+		// Expect: a 100 us BTS for A at 20 us pauses A until exactly 120 us; B keeps the link.
+		r.port["h1"]->inject(bts_for(r, *before.back(), sa, 100));
+		r.step(20'000);
+		CHECK(r.e->host_counters("h1").bts_rx == 1);
+		CHECK(r.e->paused_until(*a) == 120'000);
+		CHECK(r.e->paused_until(*b) == 0);
+		// Expect: A's retransmission deadline moved by exactly the pause; B's did not move.
+		CHECK(r.e->rto_deadline(*a) == rto_a + 100'000);
+		CHECK(r.e->rto_deadline(*b) == rto_b);
+		// Expect: the loop delay from the send of the PSN the BTS names to the reaction.
+		REQUIRE(r.e->loop_delay(Signal::Bts).count() == 1);
+		CHECK(r.e->loop_delay(Signal::Bts).max() == 20'000 - before.back()->t);
+		r.run_to(140'000);
+		// Expect: nothing from A while paused (a frame already on the wire at 20 us may
+		// finish: none starts after), B alone fills the link, A resumes at 120 us.
+		CHECK(frames_of(r, "h1", sa, 20'001, 120'000).empty());
+		auto during = frames_of(r, "h1", sb, 20'001, 120'000);
+		CHECK(during.size() >= 100'000 / kSerNs - 1);
+		auto after = frames_of(r, "h1", sa, 120'000, 140'000);
+		REQUIRE_FALSE(after.empty());
+		// (within two frame times: B's frame on the wire and B's turn in the round robin)
+		CHECK(after.front()->t <= 120'000 + 2 * kSerNs);
+		// Expect: while paused, ACKs are not needed to hold the timer: it never fired.
+		CHECK(r.e->sender_stats(*a).timeouts == 0);
+	}
+	SECTION("found by the trimmed DestQP and address when the sport names no QP")
+	{
+		r.port["h1"]->inject(bts_for(r, *before.back(), 0x1234, 50));
+		r.step(20'000);
+		CHECK(r.e->paused_until(*a) == 70'000);
+		CHECK(r.e->paused_until(*b) == 0);
+	}
+	SECTION("a BTS naming no QP of this host is counted and changes nothing")
+	{
+		auto f = bts_for(r, *before.back(), 0x1234, 50);
+		f[42 + 36 + 7] ^= 0x80; // the trimmed BTH's DestQP (qn_bts at 42, its BTH at +36, QPN bytes 5..7)
+		r.port["h1"]->inject(f);
+		r.step(20'000);
+		CHECK(r.e->host_counters("h1").signal_unknown_qp == 1);
+		CHECK(r.e->paused_until(*a) == 0);
+		CHECK(r.e->rto_deadline(*a) == rto_a);
+	}
+	SECTION("a later, shorter BTS replaces the pause and gives the RTO its time back")
+	{
+		r.port["h1"]->inject(bts_for(r, *before.back(), sa, 100));
+		r.step(20'000);
+		r.run_to(30'000);
+		r.port["h1"]->inject(bts_for(r, *before.back(), sa, 10));
+		r.step(30'000);
+		CHECK(r.e->paused_until(*a) == 40'000);
+		CHECK(r.e->rto_deadline(*a) == rto_a + 20'000); // paused from 20 to 40 us
+		r.run_to(60'000);
+		auto resumed = frames_of(r, "h1", sa, 40'000, 60'000);
+		REQUIRE_FALSE(resumed.empty());
+		CHECK(resumed.front()->t <= 40'000 + 2 * kSerNs);
+	}
+}
+
+namespace {
+
+// A frame from `from`'s QP `q` to its peer, built as the peer would see it from the wire.
+std::vector<uint8_t> cnp_to(Rig &r, QpHandle data_qp, uint32_t psn)
+{
+	TxHeader t;
+	t.src = r.e->endpoint("h2");
+	t.dst = r.e->endpoint("h1");
+	t.dscp = QN_DSCP_CONTROL;
+	t.sport = qpn_to_sport(r.e->qpn(r.e->peer(data_qp)));
+	t.dest_qp = r.e->qpn(data_qp);
+	t.psn = psn;
+	std::array<uint8_t, QN_CNP_PAYLOAD_LEN> pl{};
+	std::vector<uint8_t> f(kCnpFrameBytes);
+	REQUIRE(encode_cnp(t, pl, false, f.data(), f.size()) == f.size());
+	return f;
+}
+
+} // namespace
+
+TEST_CASE("engine__timer_armed_inside_on_cnp_fires_on_time", "[engine]")
+{
+	// DCQCN's Mellanox variant arms its decrease check (4 us) in on_cnp and cuts there. The
+	// loop must come back for it: on 48ec9aa the next timer scan was one minimum RTO away
+	// (67 ms for a lossless scheme) and the rate never left line rate in an incast
+	// (docs/transport.md "Timers").
+	Rig r(2);
+	QpOptions o;
+	o.cc.scheme = "dcqcn";
+	o.cc.params = "mellanox";
+	auto q = r.e->connect("h1", "h2", o);
+	REQUIRE(q.ok());
+	r.run_to(10'000);
+	REQUIRE(r.e->cc_output(*q).rate_bps == kLine);
+	r.port["h1"]->inject(cnp_to(r, *q, 0));
+	// Expect: the pass that takes the CNP asks to run again at the controller's first timer
+	// (alpha, tau' = 1 us); the QP is idle, so nothing else wakes the loop. Each pass asks for
+	// the next timer, and the cut (alpha 1: Rc / 2) happens at the decrease check, 14 us.
+	uint64_t next = r.step(10'000);
+	CHECK(r.e->host_counters("h1").cnp_rx == 1);
+	std::vector<uint64_t> passes;
+	while (next <= 14'000) {
+		CHECK(r.e->cc_output(*q).rate_bps == kLine);
+		passes.push_back(next);
+		next = r.step(next);
+	}
+	CHECK(passes == std::vector<uint64_t>{11'000, 12'000, 13'000, 14'000});
+	// alpha: 1 at 11 us (a CNP in the period), then decays at 12, 13 and 14 us (alpha before
+	// the decrease on a tie, dcqcn.md §3.4): Rc = line x (1 - alpha / 2).
+	const double alpha = std::pow(1 - 1.0 / 256, 3);
+	CHECK(double(r.e->cc_output(*q).rate_bps) == Approx(double(kLine) * (1 - alpha / 2)));
+}
+
+TEST_CASE("engine__per_packet_ecn_and_marker_bits_reach_the_wire", "[engine]")
+{
+	// A start policy that sends the first two packets of every message Not-ECT (LDCP's fast
+	// start) and marks every third packet with the PBT bit (PB-FS), learning message sizes.
+	struct Marking final : StartPolicy {
+		std::vector<std::pair<uint64_t, uint64_t>> *msgs;
+		explicit Marking(std::vector<std::pair<uint64_t, uint64_t>> *m) : msgs(m) {}
+		std::string name() const override { return "marking"; }
+		uint64_t initial_rate(uint64_t line) const override { return line; }
+		void on_message(const MessageStart &m, Algorithm &) override { msgs->emplace_back(m.msn, m.size_bytes); }
+		void on_tx(const TxPacket &p, TxMarks &m, Algorithm &) override
+		{
+			if (p.offset < 2 * p.payload_bytes && !p.retx && p.offset + p.payload_bytes < p.msg_bytes)
+				m.ecn = 0;
+			if (p.psn % 3 == 2)
+				m.tos_bits |= QN_TOS_PBT;
+		}
+	};
+	std::vector<std::pair<uint64_t, uint64_t>> msgs;
+	Rig r(2);
+	QpOptions o;
+	o.cc_make = [&](const Setup &s) -> Result<Parts> {
+		Parts p;
+		p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), std::make_unique<Marking>(&msgs),
+							    std::make_unique<NoFlowControl>(), s.line_rate_bps);
+		return p;
+	};
+	auto q = r.e->connect("h1", "h2", o);
+	REQUIRE(q.ok());
+	r.e->post(*q, Message{1, 10'000, nullptr});
+	r.e->post(*q, Message{2, 3'000, nullptr});
+	r.run_to(50'000);
+	// Expect: both message starts with their sizes, in order.
+	CHECK(msgs == std::vector<std::pair<uint64_t, uint64_t>>{{0, 10'000}, {1, 3'000}});
+	std::vector<std::pair<uint8_t, bool>> got; // (ECN, PBT) per data frame in PSN order
+	for (const auto &s : r.sent["h1"]) {
+		Packet p = r.parsed(s);
+		if (p.kind == Kind::Data)
+			got.emplace_back(p.ecn, (s.f[15] & QN_TOS_PBT) != 0);
+	}
+	// 10 000 B = 5 packets of 2008 B payload; 3 000 B = 2 packets. PSNs 0..6.
+	REQUIRE(got.size() == 7);
+	const std::vector<std::pair<uint8_t, bool>> want = {{0, false}, {0, false}, {2, true}, {2, false},
+							     {2, false}, {0, true}, {2, false}};
+	CHECK(got == want);
+}
+
+TEST_CASE("engine__cnp_carries_the_causing_psn_and_the_np_payload", "[engine]")
+{
+	// A notification point that answers every CE-marked packet with a CNP whose payload holds
+	// the packet's wire bytes (as PCN's receiving rate would) and sees PSNs and sizes.
+	struct EchoNp final : NotificationPoint {
+		std::vector<NpPacket> *seen;
+		explicit EchoNp(std::vector<NpPacket> *s) : seen(s) {}
+		std::optional<CnpOut> on_data(const NpPacket &p) override
+		{
+			seen->push_back(p);
+			if (!p.ce)
+				return std::nullopt;
+			CnpOut c;
+			c.psn = p.psn;
+			c.payload[0] = uint8_t(p.wire_bytes >> 8);
+			c.payload[1] = uint8_t(p.wire_bytes);
+			c.payload[15] = 0x5A;
+			return c;
+		}
+		std::optional<CnpOut> on_timer(uint64_t) override { return std::nullopt; }
+		uint64_t next_timer() const override { return UINT64_MAX; }
+	};
+	struct CnpLog final : Algorithm {
+		std::vector<uint32_t> *psns;
+		explicit CnpLog(std::vector<uint32_t> *p) : psns(p) {}
+		std::string name() const override { return "cnp-log"; }
+		void start(uint64_t, uint64_t) override {}
+		void set_rate(uint64_t, uint64_t) override {}
+		void on_cnp(const CnpEvent &e) override { psns->push_back(e.psn); }
+		uint64_t rate_bps() const override { return kLine; }
+	};
+	std::vector<NpPacket> seen;
+	std::vector<uint32_t> cnp_psns;
+	Rig r(2);
+	QpOptions o;
+	o.cc_make = [&](const Setup &s) -> Result<Parts> {
+		Parts p;
+		p.controller = std::make_unique<Controller>(std::make_unique<CnpLog>(&cnp_psns),
+							    std::make_unique<LineRateStart>(),
+							    std::make_unique<NoFlowControl>(), s.line_rate_bps);
+		p.np = std::make_unique<EchoNp>(&seen);
+		return p;
+	};
+	auto q = r.e->connect("h1", "h2", o);
+	REQUIRE(q.ok());
+	r.e->post(*q, Message{1, 5 * 2008 + 100, nullptr});
+	r.run_to(20'000);
+	// The test is the switch: deliver h1's six data frames to h2, CE on the fourth (PSN 3).
+	std::vector<Sent> data = r.sent["h1"];
+	r.sent["h1"].clear();
+	REQUIRE(data.size() == 6);
+	for (auto &s : data) {
+		Packet p = r.parsed(s);
+		if (p.psn == 3) {
+			s.f[15] |= 3; // CE
+			s.f[24] = s.f[25] = 0;
+			uint16_t c = ipv4_checksum(s.f.data() + 14, 20);
+			s.f[24] = uint8_t(c >> 8);
+			s.f[25] = uint8_t(c);
+		}
+		REQUIRE(r.port["h2"]->inject(s.f));
+	}
+	r.run_to(30'000);
+	// Expect: the NP saw every packet with its PSN, wire bytes and CE state.
+	REQUIRE(seen.size() == 6);
+	for (uint32_t i = 0; i < 6; i++) {
+		CHECK(seen[i].psn == i);
+		CHECK(seen[i].wire_bytes == data[i].f.size());
+		CHECK(seen[i].ce == (i == 3));
+	}
+	// Expect: one CNP from h2 naming PSN 3, with the NP's payload.
+	std::vector<const Sent *> cnps;
+	for (const auto &s : r.sent["h2"])
+		if (r.parsed(s).kind == Kind::Cnp)
+			cnps.push_back(&s);
+	REQUIRE(cnps.size() == 1);
+	Packet c = r.parsed(*cnps[0]);
+	CHECK(c.psn == 3);
+	CHECK(c.dest_qp == r.e->qpn(*q));
+	REQUIRE(c.payload.size() == 16);
+	CHECK((c.payload[0] << 8 | c.payload[1]) == int(data[3].f.size()));
+	CHECK(c.payload[15] == 0x5A);
+	// Expect: delivered to h1, the controller gets PSN 3 and the loop delay is recorded from
+	// PSN 3's send.
+	REQUIRE(r.port["h1"]->inject(cnps[0]->f));
+	r.step(31'000);
+	CHECK(cnp_psns == std::vector<uint32_t>{3});
+	REQUIRE(r.e->loop_delay(Signal::Cnp).count() == 1);
+	CHECK(r.e->loop_delay(Signal::Cnp).max() == 31'000 - data[3].t);
+}
+
+TEST_CASE("engine__postcard_reaches_the_start_policy_and_its_rate_the_wire", "[engine]")
+{
+	// A start policy that sets the base algorithm's rate to a quarter of the line on the
+	// first postcard (as PB-FS's Algorithm 1 corrects DCQCN's Rc).
+	struct Quarter final : StartPolicy {
+		std::vector<uint32_t> *psns;
+		explicit Quarter(std::vector<uint32_t> *p) : psns(p) {}
+		std::string name() const override { return "quarter"; }
+		uint64_t initial_rate(uint64_t line) const override { return line; }
+		void on_postcard(const PostcardEvent &e, Algorithm &a) override
+		{
+			psns->push_back(e.psn);
+			a.set_rate(e.now_ns, kLine / 4);
+		}
+	};
+	std::vector<uint32_t> psns;
+	Rig r(2);
+	QpOptions o;
+	o.cc_make = [&](const Setup &s) -> Result<Parts> {
+		Parts p;
+		p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), std::make_unique<Quarter>(&psns),
+							    std::make_unique<NoFlowControl>(), s.line_rate_bps);
+		return p;
+	};
+	auto q = r.e->connect("h1", "h2", o);
+	REQUIRE(q.ok());
+	r.e->post(*q, Message{1, 4'000'000, nullptr});
+	r.run_to(20'000);
+	const uint16_t sport = qpn_to_sport(r.e->qpn(*q));
+	auto line = frames_of(r, "h1", sport, 0, 20'000);
+	REQUIRE(line.size() >= 10);
+	// A postcard from the switch for PSN 5 of this flow.
+	TxHeader t;
+	t.src = Endpoint{Mac{2, 0, 0, 0, 0, 0x99}, 0x0A0000FE};
+	t.dst = r.e->endpoint("h1");
+	t.sport = sport;
+	PostcardInfo c;
+	c.version = QN_POSTCARD_VERSION;
+	c.psn = 5;
+	c.dest_qp = r.e->qpn(r.e->peer(*q));
+	c.flow_saddr = r.e->endpoint("h1").ip;
+	c.flow_daddr = r.e->endpoint("h2").ip;
+	std::vector<uint8_t> f(kPostcardFrameBytes);
+	REQUIRE(encode_postcard(t, c, f.data(), f.size()) == f.size());
+	r.port["h1"]->inject(f);
+	r.run_to(120'000);
+	CHECK(psns == std::vector<uint32_t>{5});
+	CHECK(r.e->host_counters("h1").postcard_rx == 1);
+	CHECK(r.e->loop_delay(Signal::Postcard).count() == 1);
+	// Expect: from then on the QP's frames leave at a quarter of the line: four frame times
+	// apart (one frame's burst credit aside), where before they were back to back.
+	CHECK(line[5]->t - line[4]->t == kSerNs);
+	auto slow = frames_of(r, "h1", sport, 30'000, 120'000);
+	REQUIRE(slow.size() >= 10);
+	const double gap = double(slow.back()->t - slow.front()->t) / double(slow.size() - 1);
+	CHECK(gap == Approx(4.0 * double(kSerNs)).epsilon(0.02));
+}

@@ -6,6 +6,17 @@
 
 namespace qn::tp {
 
+std::string to_string(Signal s)
+{
+	switch (s) {
+	case Signal::Cnp: return "cnp";
+	case Signal::Bts: return "bts";
+	case Signal::Postcard: return "postcard";
+	case Signal::Count: break;
+	}
+	return "?";
+}
+
 void Engine::settle_pause(Host &h, int prio, uint64_t now)
 {
 	// Account paused time up to min(now, end of pause); pause_start follows.

@@ -251,13 +251,24 @@ void print_hosts(Engine &e)
 		uint64_t badf = 0;
 		for (auto b : c.bad)
 			badf += b;
-		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) ce_rx %llu cnp_rx %llu cnp_tx %llu malformed %llu unknown_qp %llu link_errors %llu\n",
+		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) ce_rx %llu cnp_rx %llu cnp_tx %llu bts_rx %llu postcard_rx %llu malformed %llu unknown_qp %llu signal_unknown_qp %llu link_errors %llu\n",
 			    h.c_str(), static_cast<unsigned long long>(c.tx_frames), static_cast<unsigned long long>(c.rx_frames),
 			    static_cast<unsigned long long>(c.pfc_rx), static_cast<unsigned long long>(c.pfc_xoff),
 			    static_cast<unsigned long long>(c.pfc_xon), fmt_ns(c.paused_ns[QN_PRIO_DATA]).c_str(),
 			    static_cast<unsigned long long>(c.ce_rx), static_cast<unsigned long long>(c.cnp_rx),
-			    static_cast<unsigned long long>(c.cnp_tx), static_cast<unsigned long long>(badf),
-			    static_cast<unsigned long long>(c.unknown_qp), static_cast<unsigned long long>(c.link_errors));
+			    static_cast<unsigned long long>(c.cnp_tx), static_cast<unsigned long long>(c.bts_rx),
+			    static_cast<unsigned long long>(c.postcard_rx), static_cast<unsigned long long>(badf),
+			    static_cast<unsigned long long>(c.unknown_qp), static_cast<unsigned long long>(c.signal_unknown_qp),
+			    static_cast<unsigned long long>(c.link_errors));
+	}
+	// Signal loop delays: from the send of the PSN a signal names to the sender's reaction.
+	for (size_t s = 0; s < size_t(Signal::Count); s++) {
+		const Histogram &hg = e.loop_delay(Signal(s));
+		if (hg.count() == 0)
+			continue;
+		std::printf("loop delay %s: n %llu p50 %s p99 %s max %s (fabric)\n", to_string(Signal(s)).c_str(),
+			    static_cast<unsigned long long>(hg.count()), fmt_ns(hg.quantile(0.5)).c_str(),
+			    fmt_ns(hg.quantile(0.99)).c_str(), fmt_ns(hg.max()).c_str());
 	}
 }
 

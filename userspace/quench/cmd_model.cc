@@ -3,6 +3,7 @@
 // (docs/cc.md "Reference model").
 #include "cmd_model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -197,6 +198,20 @@ int cmd_model(int argc, char **argv, int first)
 	std::printf("queue: mean %.0f B, p50 %lu B, p99 %lu B, peak %lu B (%zu samples every %s)\n", qs.mean,
 		    static_cast<unsigned long>(qs.p50), static_cast<unsigned long>(qs.p99),
 		    static_cast<unsigned long>(r->peak_queue_bytes), qs.samples, format_time(c.queue_interval_ns).c_str());
+	if (c.flow_bytes) {
+		// FCT as the engine reports it: start to the ACK of the flow's last byte (common.md §4).
+		uint64_t sum = 0, mx = 0;
+		size_t n = 0;
+		for (uint64_t f : r->fct_ns)
+			if (f) {
+				sum += f;
+				mx = std::max(mx, f);
+				n++;
+			}
+		std::printf("fct: mean %s, max %s (%zu of %d flows done)\n", format_time(n ? sum / n : 0).c_str(),
+			    format_time(mx).c_str(), n, c.senders);
+		std::printf("fct_mean_ns %llu\n", static_cast<unsigned long long>(n ? sum / n : 0));
+	}
 	std::printf("signals: %lu of %lu data packets marked, %lu CNPs\n", static_cast<unsigned long>(r->marked),
 		    static_cast<unsigned long>(r->data_packets), static_cast<unsigned long>(r->cnps));
 	auto write = [&](const std::string &path, auto &&body) -> bool {

@@ -239,7 +239,7 @@ public:
 	// Signal loop delays (fabric ns): from the (latest) send of the PSN a signal names to the
 	// engine's reaction to it, over every QP.
 	const Histogram &loop_delay(Signal s) const { return loop_delay_[size_t(s)]; }
-	// The fabric time a QP's flow control holds it until (0: never paused).
+	// The fabric time a QP's flow control last held it until (0 or a past time: not paused).
 	uint64_t paused_until(QpHandle h) const { return qps_[h]->pause_until; }
 	// The QP's retransmission deadline (fabric ns; UINT64_MAX: none armed).
 	uint64_t rto_deadline(QpHandle h) const { return qps_[h]->snd.deadline(); }

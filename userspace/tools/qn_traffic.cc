@@ -18,6 +18,12 @@
 //       corrupt frames. With --expect, exits 1 unless exactly N valid frames arrived.
 //   qn_traffic rate --netns NS --dev IF [--warmup S] [--seconds S]
 //       Measures an interface's transmit rate from its counters (bytes and wire bits).
+//   qn_traffic signal --netns NS --dev IF --dst-mac MAC --src-ip A --dst-ip SENDER --kind bts|postcard
+//                     --sport P --dest-qp Q [--psn N] [--pause-us U] [--peer-ip RECEIVER] [--count N]
+//       Sends N back-to-sender signals to a host as a switch would (transport/wire.h encoders):
+//       a BTS (UDP 4793; trimmed original headers of a data packet SENDER -> RECEIVER with
+//       DestQP Q and PSN N; RECEIVER defaults to A, the congested receiver) or a CC-postcard
+//       (UDP 4792; flow SENDER -> RECEIVER, DestQP Q, PSN N), outer UDP source port P.
 #include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
@@ -42,6 +48,7 @@
 #include "pfc.h"
 #include "rawsock.h"
 #include "topology.h"
+#include "wire.h"
 
 using namespace qn;
 
@@ -73,6 +80,12 @@ struct Opts {
 	int prio = 3;            // pause: priority
 	int quanta = 65535;      // pause: quanta of the XOFF frame
 	double xon_after_ms = -1; // pause: send XON this long after the XOFF (-1: never)
+	std::string kind;        // signal: bts or postcard
+	int sport = 0;           // signal: outer UDP source port (the sender QPN's port)
+	uint32_t dest_qp = 0;    // signal: the data's DestQP (the receiver's QPN)
+	uint32_t psn = 0;        // signal: the PSN it names
+	int pause_us = 0;        // signal: BTS pause time
+	uint32_t peer_ip = 0;    // signal: the data's receiver (0: --src-ip)
 };
 
 [[noreturn]] void die(const std::string &m)
@@ -157,7 +170,22 @@ Opts parse(int argc, char **argv)
 			o.quanta = std::stoi(val());
 		else if (a == "--xon-after-ms")
 			o.xon_after_ms = std::stod(val());
-		else if (a == "--ring")
+		else if (a == "--kind")
+			o.kind = val();
+		else if (a == "--sport")
+			o.sport = std::stoi(val(), nullptr, 0);
+		else if (a == "--dest-qp")
+			o.dest_qp = uint32_t(std::stoul(val(), nullptr, 0));
+		else if (a == "--psn")
+			o.psn = uint32_t(std::stoul(val(), nullptr, 0));
+		else if (a == "--pause-us")
+			o.pause_us = std::stoi(val());
+		else if (a == "--peer-ip") {
+			auto ip = parse_ip(val());
+			if (!ip)
+				die(ip.error().to_string());
+			o.peer_ip = *ip;
+		} else if (a == "--ring")
 			o.ring = true;
 		else if (a == "--stamp")
 			o.stamp = true;
@@ -597,6 +625,63 @@ int cmd_pause(const Opts &o)
 	return 0;
 }
 
+// Back-to-sender signals as a switch sends them (the switch programs build them in BPF; these
+// are the reference encoders of transport/wire.h).
+int cmd_signal(const Opts &o)
+{
+	if (o.kind != "bts" && o.kind != "postcard")
+		die("signal: --kind must be bts or postcard");
+	if (o.sport < 0 || o.sport > 0xFFFF || o.pause_us < 0 || o.pause_us > 0xFFFF)
+		die("signal: --sport and --pause-us must fit 16 bits");
+	if (o.src_ip == 0 || o.dst_ip == 0)
+		die("signal: --src-ip and --dst-ip are required");
+	auto sock = RawSocket::open(o.netns, o.dev, true);
+	if (!sock)
+		die(sock.error().to_string());
+	const uint32_t receiver = o.peer_ip ? o.peer_ip : o.src_ip;
+	tp::TxHeader h;
+	h.src = tp::Endpoint{read_mac(o.netns, o.dev), o.src_ip};
+	h.dst = tp::Endpoint{o.dst_mac, o.dst_ip};
+	h.sport = uint16_t(o.sport);
+	Bytes f(std::max(tp::kBtsFrameBytes, tp::kPostcardFrameBytes));
+	size_t n = 0;
+	if (o.kind == "bts") {
+		// The data packet it answers: sender -> receiver, DestQP, PSN.
+		tp::TxHeader d;
+		d.src = tp::Endpoint{o.dst_mac, o.dst_ip};
+		d.dst = tp::Endpoint{h.src.mac, receiver};
+		d.sport = uint16_t(o.sport);
+		d.dest_qp = o.dest_qp;
+		d.psn = o.psn;
+		Bytes data(tp::kDataHdrBytes);
+		tp::encode_data(d, 0, false, data.data(), data.size(), [](uint8_t *) {});
+		tp::BtsInfo b;
+		b.version = QN_BTS_VERSION;
+		b.pause_us = uint16_t(o.pause_us);
+		n = tp::encode_bts(h, b, std::span<const uint8_t, tp::kTrimmedBytes>(data.data() + QN_ETH_HLEN, tp::kTrimmedBytes),
+				   f.data(), f.size());
+	} else {
+		tp::PostcardInfo c;
+		c.version = QN_POSTCARD_VERSION;
+		c.psn = o.psn;
+		c.flow_saddr = o.dst_ip;
+		c.flow_daddr = receiver;
+		c.flow_sport = uint16_t(o.sport);
+		c.flow_dport = QN_ROCE_UDP_PORT;
+		c.dest_qp = o.dest_qp;
+		n = tp::encode_postcard(h, c, f.data(), f.size());
+	}
+	if (n == 0)
+		die("signal: frame does not fit");
+	f.resize(n);
+	const uint64_t count = o.count ? o.count : 1;
+	for (uint64_t i = 0; i < count; i++)
+		if (!sock->send_batch(std::vector<Bytes>{f}))
+			die("signal: send failed");
+	std::printf("signal %s sent %llu\n", o.kind.c_str(), static_cast<unsigned long long>(count));
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -615,6 +700,8 @@ int main(int argc, char **argv)
 		return cmd_rate(o);
 	if (o.cmd == "pause")
 		return cmd_pause(o);
+	if (o.cmd == "signal")
+		return cmd_signal(o);
 	if (o.cmd == "spike")
 		return cmd_spike(o, o.count ? int(o.count) : 10);
 	die("unknown command " + o.cmd);

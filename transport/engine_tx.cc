@@ -188,7 +188,9 @@ void Engine::pump(Host &h, uint64_t now)
 			apply_cc(*q, now);
 			rearm_timers(*q);
 			// The QP's own rate limiter: its next packet waits one serialization time
-			// at the QP rate (from now: no catching up either).
+			// at the QP rate (from now: no catching up either). An entry apply_cc made
+			// for a pause that began with this packet is replaced by this one.
+			q->sched_gen++;
 			q->scheduled = false;
 			q->next_ok_ns = TxScheduler<SchedRef>::next_ok(std::min(q->next_ok_ns, now), now, wire_bytes(len),
 								   q->rate_bps, h.link_bps,

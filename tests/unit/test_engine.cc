@@ -483,3 +483,46 @@ TEST_CASE("engine__postcard_reaches_the_start_policy_and_its_rate_the_wire", "[e
 	const double gap = double(slow.back()->t - slow.front()->t) / double(slow.size() - 1);
 	CHECK(gap == Approx(4.0 * double(kSerNs)).epsilon(0.02));
 }
+
+TEST_CASE("engine__pause_begun_by_a_packet_holds_the_qp_and_its_rate", "[engine]")
+{
+	// A flow control that pauses its QP for 10 us as PSN 2 leaves (the pause starts inside
+	// the transmit path). Expect: nothing from the QP during the pause, and afterwards its rate
+	// limiter still holds (one scheduler entry, not two: a second entry sent it at twice its
+	// rate).
+	struct PauseAtPsn2 final : FlowControl {
+		uint64_t until = 0;
+		std::string name() const override { return "pause-at-psn2"; }
+		void on_tx(const TxPacket &p, TxMarks &) override
+		{
+			if (p.psn == 2)
+				until = p.now_ns + 10'000;
+		}
+		uint64_t pause_until_ns() const override { return until; }
+	};
+	Rig r(2);
+	QpOptions o;
+	o.rate_bps = kLine / 4;
+	o.cc_make = [](const Setup &s) -> Result<Parts> {
+		Parts p;
+		p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), std::make_unique<LineRateStart>(),
+							    std::make_unique<PauseAtPsn2>(), s.line_rate_bps);
+		return p;
+	};
+	auto q = r.e->connect("h1", "h2", o);
+	REQUIRE(q.ok());
+	r.e->post(*q, Message{1, 400'000, nullptr});
+	r.run_to(100'000);
+	auto f = frames_of(r, "h1", qpn_to_sport(r.e->qpn(*q)), 0, 100'000);
+	REQUIRE(f.size() >= 12);
+	REQUIRE(r.parsed(*f[2]).psn == 2);
+	const uint64_t t2 = f[2]->t;
+	CHECK(f[3]->t >= t2 + 10'000);
+	CHECK(f[3]->t <= t2 + 10'000 + kSerNs);
+	// Over the rest of the run the QP starts at most rate x interval + one frame (its token
+	// bucket is one frame deep), frame 3 being that frame: f.size() - 4 later frames in
+	// (t3, last] at a quarter of the line.
+	const double span = double(f.back()->t - f[3]->t);
+	CHECK(double(f.size() - 4) <= span / (4.0 * double(kSerNs)) + 1.0);
+	CHECK(span >= 50'000); // long enough to see a doubled rate
+}

@@ -69,6 +69,10 @@ public:
 			st.line_rate_bps = c_.line_rate_bps;
 			if (st.bdp_bytes == 0)
 				st.bdp_bytes = model_base_rtt_ns(c_) * c_.line_rate_bps / 8'000'000'000ULL;
+			// One path: its base RTT is the smallest and the largest (the frame less its
+			// 14-byte Ethernet header is the IP MTU).
+			const uint64_t rtt = model_base_rtt_ns(c_);
+			st.fabric = Fabric{c_.line_rate_bps, rtt, c_.frame_bytes - 14, rtt, rtt};
 			auto p = make(st);
 			if (!p)
 				return p.error();

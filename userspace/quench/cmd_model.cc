@@ -148,7 +148,7 @@ int cmd_model(int argc, char **argv, int first)
 	c.frame_bytes = c.payload_bytes + 14 + 20 + 8 + 12 + 4;
 	const uint64_t rtt = cc::model_base_rtt_ns(c);
 	if (derived) {
-		auto d = cc::derive(c.setup.scheme, cc::Fabric{c.line_rate_bps, rtt, mtu}, true);
+		auto d = cc::derive(c.setup.scheme, cc::Fabric{c.line_rate_bps, rtt, mtu, rtt, rtt}, true);
 		if (!d)
 			return die(d.error().to_string());
 		for (const auto &[k, v] : d->overrides)

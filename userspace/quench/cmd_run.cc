@@ -502,7 +502,7 @@ Result<SchemeResult> run_scheme(Ctx &c, const std::string &scheme, size_t idx)
 	// The paper's fabric keeps the paper's constants (common.md §7); elsewhere they are derived.
 	const bool paper_fabric = c.have_preset && !c.preset.paper.empty() && scheme.rfind(c.preset.paper, 0) == 0;
 	const bool scale = sc.params == "derived" && !paper_fabric;
-	cc::Fabric fab{k.host_rate_bps, k.base_rtt_min_ns, k.mtu};
+	cc::Fabric fab{k.host_rate_bps, k.base_rtt_min_ns, k.mtu, k.base_rtt_min_ns, k.base_rtt_max_ns};
 	auto dv = cc::derive(scheme, fab, scale);
 	if (!dv)
 		return dv.error();

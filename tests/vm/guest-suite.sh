@@ -37,6 +37,7 @@ run_test netns_queue_depth bash "$ROOT/tests/netns/test_queue_depth.sh" "$BUILD/
 run_test netns_pfc bash "$ROOT/tests/netns/test_pfc.sh" "$BUILD/quench" "$BUILD/qn_traffic"
 run_test netns_mirror bash "$ROOT/tests/netns/test_mirror.sh" "$BUILD/quench" "$BUILD/qn_traffic"
 run_test netns_engine_star bash "$ROOT/tests/netns/test_engine_star.sh" "$BUILD/quench" "$BUILD/qn_traffic"
+run_test netns_engine_signals bash "$ROOT/tests/netns/test_engine_signals.sh" "$BUILD/quench" "$BUILD/qn_traffic"
 record netns_engine_cable skip "RTT_within_10%_is_a_timing_assertion;_not_run_under_emulation"
 record netns_engine_pfc skip "wall-clock_pause_windows_are_not_asserted_under_emulation"
 record netns_engine_validity skip "validity_thresholds_are_wall-clock;_not_run_under_emulation"

@@ -526,3 +526,46 @@ TEST_CASE("engine__pause_begun_by_a_packet_holds_the_qp_and_its_rate", "[engine]
 	CHECK(double(f.size() - 4) <= span / (4.0 * double(kSerNs)) + 1.0);
 	CHECK(span >= 50'000); // long enough to see a doubled rate
 }
+
+TEST_CASE("engine__np_timer_armed_by_a_data_packet_fires_on_time", "[engine]")
+{
+	// DCQCN's notification point answers the first CE-marked packet at once and arms a timer
+	// for one more CNP at the end of its 50 us interval when another marked packet arrives
+	// inside it. Expect: the loop comes back for that timer (70 us), with nothing else to do.
+	Rig r(2);
+	QpOptions o;
+	o.cc.scheme = "dcqcn";
+	auto q = r.e->connect("h1", "h2", o);
+	REQUIRE(q.ok());
+	r.e->post(*q, Message{1, 3 * 2004, nullptr});
+	r.run_to(10'000);
+	std::vector<Sent> data = r.sent["h1"];
+	REQUIRE(data.size() == 3);
+	auto ce = [&](Sent s) {
+		s.f[15] |= 3;
+		s.f[24] = s.f[25] = 0;
+		uint16_t c = ipv4_checksum(s.f.data() + 14, 20);
+		s.f[24] = uint8_t(c >> 8);
+		s.f[25] = uint8_t(c);
+		return s.f;
+	};
+	REQUIRE(r.port["h2"]->inject(ce(data[0])));
+	r.step(20'000);
+	REQUIRE(r.port["h2"]->inject(ce(data[1])));
+	uint64_t next = r.step(30'000);
+	CHECK(r.e->host_counters("h2").cnp_tx == 1);
+	// The pending CNP is due at 20 + 50 us. Passing at each deadline the engine returns (the
+	// ACKs' serialization first), the loop must ask for 70 us itself: nothing else is left.
+	for (int i = 0; i < 10 && next < 70'000; i++)
+		next = r.step(next);
+	CHECK(next == 70'000);
+	r.step(next);
+	CHECK(r.e->host_counters("h2").cnp_tx == 2);
+	std::vector<uint32_t> psns;
+	for (const auto &s : r.sent["h2"]) {
+		Packet p = r.parsed(s);
+		if (p.kind == Kind::Cnp)
+			psns.push_back(p.psn);
+	}
+	CHECK(psns == std::vector<uint32_t>{0, 1}); // each names the marked packet behind it
+}

@@ -136,7 +136,8 @@ Status Engine::open_ports(const PortOpener &open_port)
 		h->link_bps = l.rate_bps;
 		h->delay_ns = l.delay_ns;
 		h->error_rate = l.error_rate;
-		h->pacer = LinkPacer(l.rate_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli());
+		h->pacer = LinkPacer(l.rate_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli(),
+				     opt_.link_credit_frames * serialization_ns(wire_bytes(l.mtu + QN_ETH_HLEN), l.rate_bps));
 		std::string pin = std::string(kPinRoot) + "/" + topo_.name + "/" + n.name + "/qn_xsks";
 		auto port = open_port(h->netns, h->ifname, pin, opt_.frames_per_port);
 		if (!port)
@@ -413,7 +414,15 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 				break;
 			}
 		}
+		uint64_t sent0 = 0;
+		for (const auto &h : hosts_)
+			sent0 += h->c.tx_frames;
 		const uint64_t d = std::min(step(now, tick), until_ns);
+		uint64_t sent1 = 0;
+		for (const auto &h : hosts_)
+			sent1 += h->c.tx_frames;
+		if (sent1 != sent0)
+			pass_wall_.add(mono_wall_ns() - wall);
 		if (!io_)
 			break; // a fake clock does not move by itself: the caller steps it
 		uint64_t dw = clock_.to_wall(d);

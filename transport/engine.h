@@ -58,6 +58,9 @@ struct EngineOptions {
 					    // ACKs arrive (fabric), so goodput can be read from the trace
 	uint64_t tx_horizon_wall_ns = 1000; // frames may be handed to the kernel this early (wall),
 					    // so one kick carries several; fabric horizon = this / D
+	uint32_t link_credit_frames = 1;    // a backlogged host link served late by up to this many
+					    // full frames loses no link time (LinkPacer's credit; 0:
+					    // every late start is lost, as on 48ec9aa)
 	std::vector<std::string> only_hosts; // serve these hosts only (empty = every host)
 };
 
@@ -154,12 +157,17 @@ struct Health {
 	uint64_t base_rtt_ns = 0;
 	uint64_t late_p99_ns = 0, late_max_ns = 0, late_count = 0; // fabric ns
 	double link_efficiency = 1.0;       // min over backlogged hosts
+	std::string link_efficiency_host;   // the host with that minimum
 	uint64_t stalls = 0, stall_max_wall_ns = 0;
 	uint64_t stall_threshold_wall_ns = 0;
 	uint64_t xsk_drops = 0, softnet_drops = 0, time_squeeze = 0, veth_drops = 0;
 	uint64_t tx_held = 0;               // kicks after which the kernel held back TX frames
 	uint64_t tx_no_frame = 0;           // sends deferred because every TX frame was downstream
 	uint64_t loop_iters = 0, sleeps = 0;
+	// Wall time of the transmit kicks (a copy-mode kick runs every frame's switch path inside
+	// the send call) and of the loop's passes that transmitted, wall ns.
+	uint64_t kick_p50_wall_ns = 0, kick_p99_wall_ns = 0, kick_max_wall_ns = 0, kicks = 0;
+	uint64_t pass_p50_wall_ns = 0, pass_p99_wall_ns = 0, pass_max_wall_ns = 0, passes = 0;
 	std::string to_text() const;
 };
 
@@ -317,7 +325,8 @@ private:
 		uint64_t pause_start[8] = {};
 		uint16_t ip_id = 0;
 		HostCounters c;
-		uint64_t ser_ns = 0, late_ns = 0; // while backlogged: for link efficiency
+		uint64_t ser_ns = 0, lost_ns = 0; // while backlogged: link time used and lost (efficiency)
+		uint32_t pushed = 0;           // frames handed to the port in this pump (kick timing)
 	};
 	struct Cable {
 		std::string name;
@@ -405,6 +414,7 @@ private:
 	bool ring_ok_ = false;
 	// health
 	Histogram late_;
+	Histogram kick_wall_, pass_wall_;   // wall ns of kicks that carried frames, of passes that sent
 	uint64_t stalls_ = 0, stall_max_ = 0, iters_ = 0, sleeps_ = 0;
 	uint64_t stall_thr_wall_ = 0;
 	uint64_t expect_wall_ = 0;

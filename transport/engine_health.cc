@@ -62,13 +62,17 @@ std::string Health::to_text() const
 		o << "  reason: " << r << "\n";
 	o << "  dilation " << double(d_milli) / 1000.0 << ", base RTT " << base_rtt_ns << " ns (fabric)\n"
 	  << "  pacer lateness p99 " << late_p99_ns << " ns, max " << late_max_ns << " ns (fabric, "
-	  << late_count << " sends), link efficiency " << link_efficiency << "\n"
+	  << late_count << " sends), link efficiency " << link_efficiency
+	  << (link_efficiency_host.empty() ? "" : " (" + link_efficiency_host + ")") << "\n"
 	  << "  stalls " << stalls << " (threshold " << stall_threshold_wall_ns << " ns wall, max "
 	  << stall_max_wall_ns << " ns)\n"
 	  << "  xsk drops " << xsk_drops << ", tx held " << tx_held << ", tx frames exhausted " << tx_no_frame
 	  << ", softnet drops " << softnet_drops
 	  << ", time_squeeze " << time_squeeze << ", veth drops " << veth_drops << "\n"
-	  << "  loop iterations " << loop_iters << ", sleeps " << sleeps << "\n";
+	  << "  loop iterations " << loop_iters << ", sleeps " << sleeps << "\n"
+	  << "  kicks carrying frames " << kicks << ": wall p50 " << kick_p50_wall_ns << " ns, p99 " << kick_p99_wall_ns
+	  << " ns, max " << kick_max_wall_ns << " ns; passes that sent " << passes << ": wall p50 " << pass_p50_wall_ns
+	  << " ns, p99 " << pass_p99_wall_ns << " ns, max " << pass_max_wall_ns << " ns\n";
 	return o.str();
 }
 
@@ -171,9 +175,11 @@ Status Engine::health_begin()
 		return t.error();
 	base_ = *t;
 	late_ = Histogram();
+	kick_wall_ = Histogram();
+	pass_wall_ = Histogram();
 	stalls_ = stall_max_ = iters_ = sleeps_ = 0;
 	for (auto &h : hosts_)
-		h->ser_ns = h->late_ns = 0;
+		h->ser_ns = h->lost_ns = 0;
 	return ok_status();
 }
 
@@ -188,7 +194,9 @@ Health Engine::health()
 	for (const auto &h : hosts_) {
 		// Only hosts backlogged for at least 100 frames' worth of time are judged.
 		if (h->ser_ns > 100 * serialization_ns(2100, h->link_bps)) {
-			double eff = double(h->ser_ns) / double(h->ser_ns + h->late_ns);
+			double eff = double(h->ser_ns) / double(h->ser_ns + h->lost_ns);
+			if (eff < r.link_efficiency)
+				r.link_efficiency_host = h->name;
 			r.link_efficiency = std::min(r.link_efficiency, eff);
 		}
 	}
@@ -196,6 +204,14 @@ Health Engine::health()
 	r.stall_max_wall_ns = stall_max_;
 	r.stall_threshold_wall_ns = stall_thr_wall_;
 	r.loop_iters = iters_;
+	r.kick_p50_wall_ns = kick_wall_.quantile(0.5);
+	r.kick_p99_wall_ns = kick_wall_.quantile(0.99);
+	r.kick_max_wall_ns = kick_wall_.max();
+	r.kicks = kick_wall_.count();
+	r.pass_p50_wall_ns = pass_wall_.quantile(0.5);
+	r.pass_p99_wall_ns = pass_wall_.quantile(0.99);
+	r.pass_max_wall_ns = pass_wall_.max();
+	r.passes = pass_wall_.count();
 	r.sleeps = sleeps_;
 	if (auto t = totals()) {
 		auto delta = [](uint64_t now, uint64_t base) { return now - std::min(now, base); };

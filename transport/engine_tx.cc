@@ -120,8 +120,10 @@ void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start)
 		return;
 	}
 	if (tx_delay == 0 && h.txline.empty()) {
-		if (h.port->tx_push(addr, len))
+		if (h.port->tx_push(addr, len)) {
+			h.pushed++;
 			return;
+		}
 		// TX ring full: keep the frame, in order, for the next iteration (never drop it).
 		h.c.tx_ring_full++;
 	}
@@ -130,6 +132,7 @@ void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start)
 
 void Engine::pump(Host &h, uint64_t now)
 {
+	h.pushed = 0;
 	h.sched.advance(now);
 	while (h.pacer.ready(now)) {
 		const bool ctrl_ok = !h.ctrl.empty() && !paused(h, QN_PRIO_CONTROL, now);
@@ -198,11 +201,11 @@ void Engine::pump(Host &h, uint64_t now)
 			schedule(*q, now);
 		}
 		uint64_t wb = wire_bytes(len);
-		uint64_t start = now;
-		uint64_t late = h.pacer.send(now, wb, h.backlogged, &start);
+		uint64_t start = now, lost = 0;
+		uint64_t late = h.pacer.send(now, wb, h.backlogged, &start, &lost);
 		if (h.backlogged) {
 			late_.add(late);
-			h.late_ns += late;
+			h.lost_ns += lost;
 			h.ser_ns += serialization_ns(wb, h.link_bps);
 		}
 		emit(h, addr, len, start);
@@ -216,9 +219,16 @@ void Engine::pump(Host &h, uint64_t now)
 		Held r = h.txline.front();
 		if (!h.port->tx_push(r.addr, r.len))
 			break;
+		h.pushed++;
 		h.txline.pop_front();
 	}
-	h.port->flush();
+	if (h.pushed && io_) {
+		const uint64_t t0 = mono_wall_ns();
+		h.port->flush();
+		kick_wall_.add(mono_wall_ns() - t0);
+	} else {
+		h.port->flush();
+	}
 }
 
 } // namespace qn::tp

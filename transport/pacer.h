@@ -19,30 +19,50 @@ constexpr uint64_t serialization_ns(uint64_t bytes, uint64_t rate_bps)
 }
 
 // One link's transmitter. A frame may start when the link is free; sending it occupies the
-// link for its serialization time from max(now, next_free). Idle or late time is never
-// recovered: after a late start the next frame waits a full serialization time.
+// link for its serialization time. The link keeps a schedule: while backlogged, frame k+1 is
+// due when frame k's serialization ends.
+//
+// A backlogged link served late (the event loop was busy, e.g. inside another host's kick) by
+// up to `credit_ns` loses no link time: the frame starts now (never in the past) and the
+// schedule goes on from where it was, so the next frames follow without a gap until the
+// schedule is met again (a token bucket `credit_ns` deep at the link rate: over any interval
+// the bytes started never exceed rate x (interval + horizon) + rate x credit). Lateness beyond
+// the credit is lost for good (the link idled): the next frame waits a full serialization
+// time from credit before now. An idle link has no schedule to keep.
 //
 // `horizon_ns` lets the caller hand frames over up to that long before their start (the
-// engine batches frames into one kernel kick this way); over any interval the bytes started
-// never exceed rate x (interval + horizon).
+// engine batches frames into one kernel kick this way).
 class LinkPacer {
 public:
-	explicit LinkPacer(uint64_t rate_bps = 0, uint64_t horizon_ns = 0) : rate_bps_(rate_bps), horizon_ns_(horizon_ns) {}
+	explicit LinkPacer(uint64_t rate_bps = 0, uint64_t horizon_ns = 0, uint64_t credit_ns = 0)
+		: rate_bps_(rate_bps), horizon_ns_(horizon_ns), credit_ns_(credit_ns) {}
 	bool ready(uint64_t now_ns) const { return now_ns + horizon_ns_ >= next_free_; }
 	uint64_t next_free() const { return next_free_; }
 	// Return: the earliest time ready() holds.
 	uint64_t ready_at() const { return next_free_ > horizon_ns_ ? next_free_ - horizon_ns_ : 0; }
-	// Account a frame of `wire_bytes` handed over now. Return: how late it started (ns after
-	// the link became free; 0 when the link had been idle, see `backlogged`). `start` gets the
-	// frame's start on the link (now, or up to horizon_ns later).
-	uint64_t send(uint64_t now_ns, uint64_t wire_bytes, bool backlogged, uint64_t *start = nullptr)
+	// Account a frame of `wire_bytes` handed over now. Return: how late it was handed over (ns
+	// after its due time; 0 when the link had been idle, see `backlogged`). `start` gets the
+	// frame's start on the link (now, or up to horizon_ns later); `lost` the link time lost
+	// for good (the lateness beyond the credit).
+	uint64_t send(uint64_t now_ns, uint64_t wire_bytes, bool backlogged, uint64_t *start = nullptr,
+		      uint64_t *lost = nullptr)
 	{
-		uint64_t late = backlogged && now_ns > next_free_ ? now_ns - next_free_ : 0;
-		uint64_t s = now_ns > next_free_ ? now_ns : next_free_;
-		next_free_ = s + serialization_ns(wire_bytes, rate_bps_);
+		const uint64_t late = backlogged && now_ns > next_free_ ? now_ns - next_free_ : 0;
+		uint64_t sched = next_free_, gone = 0;
+		if (now_ns > next_free_) {
+			if (!backlogged)
+				sched = now_ns;
+			else if (late > credit_ns_) {
+				gone = late - credit_ns_;
+				sched = now_ns - credit_ns_;
+			}
+		}
+		next_free_ = sched + serialization_ns(wire_bytes, rate_bps_);
 		bytes_ += wire_bytes;
 		if (start)
-			*start = s;
+			*start = now_ns > sched ? now_ns : sched;
+		if (lost)
+			*lost = gone;
 		return late;
 	}
 	uint64_t rate_bps() const { return rate_bps_; }
@@ -52,6 +72,7 @@ public:
 private:
 	uint64_t rate_bps_;
 	uint64_t horizon_ns_;
+	uint64_t credit_ns_;
 	uint64_t next_free_ = 0;
 	uint64_t bytes_ = 0;
 };

@@ -45,19 +45,85 @@ TEST_CASE("link_pacer__never_exceeds_the_rate", "[pacer]")
 	CHECK(worst_excess == 0);
 }
 
-TEST_CASE("link_pacer__late_start_is_not_recovered", "[pacer]")
+TEST_CASE("link_pacer__late_start_beyond_the_credit_is_not_recovered", "[pacer]")
 {
-	LinkPacer p(10'000'000'000ULL); // 1000 B = 800 ns
+	LinkPacer p(10'000'000'000ULL); // 1000 B = 800 ns; no credit (48ec9aa's rule)
 	CHECK(p.send(0, 1000, true) == 0);
 	CHECK(p.next_free() == 800);
-	// Expect: polled 5 us late, the frame starts now and reports 4200 ns lateness ...
-	CHECK(p.send(5000, 1000, true) == 4200);
+	// Expect: polled 5 us late, the frame starts now and reports 4200 ns lateness, all lost ...
+	uint64_t lost = 0;
+	CHECK(p.send(5000, 1000, true, nullptr, &lost) == 4200);
+	CHECK(lost == 4200);
 	// ... and the next may start only one serialization time later (no catch-up burst).
 	CHECK(p.next_free() == 5800);
 	CHECK_FALSE(p.ready(5799));
 	CHECK(p.ready(5800));
 	// An idle link is not late.
 	CHECK(p.send(9000, 1000, false) == 0);
+}
+
+TEST_CASE("link_pacer__late_start_within_the_credit_keeps_the_schedule", "[pacer]")
+{
+	LinkPacer p(10'000'000'000ULL, 0, 800); // credit: one 1000 B frame
+	uint64_t start = 0, lost = 1;
+	p.send(0, 1000, true);
+	// Expect: served 500 ns late, the frame starts now, nothing is lost, and the schedule
+	// goes on from 800: the next frame is due at 1600, 300 ns after this one started.
+	CHECK(p.send(1300, 1000, true, &start, &lost) == 500);
+	CHECK(start == 1300);
+	CHECK(lost == 0);
+	CHECK(p.next_free() == 1600);
+	// Served 1000 ns late (200 beyond the credit): 200 ns are lost, the schedule restarts at
+	// now - credit.
+	CHECK(p.send(2600, 1000, true, &start, &lost) == 1000);
+	CHECK(start == 2600);
+	CHECK(lost == 200);
+	CHECK(p.next_free() == 2600);
+	// Expect: the starts never go backwards (a delay line behind the pacer stays in order).
+	uint64_t s2 = 0;
+	p.send(2600, 1000, true, &s2);
+	CHECK(s2 >= start);
+}
+
+TEST_CASE("link_pacer__credit_bounds_the_catch_up", "[pacer]")
+{
+	// A backlogged link served at random lateness: over any window of up to 64 frames the bytes
+	// started never exceed rate x (window + horizon) + credit; the link time lost is exactly the
+	// lateness beyond the credit; starts never go backwards.
+	const uint64_t rate = 10'000'000'000ULL, horizon = 100, credit = 1666;
+	LinkPacer p(rate, horizon, credit);
+	std::mt19937_64 rng(3);
+	struct Tx {
+		uint64_t start, bytes;
+	};
+	std::vector<Tx> log;
+	uint64_t now = 0, lost_sum = 0, expect_lost = 0;
+	for (int i = 0; i < 100000; i++) {
+		const uint64_t due = p.ready_at();
+		now = std::max(now, due) + (rng() % 4 == 0 ? rng() % 3000 : 0);
+		const uint64_t late = now > p.next_free() ? now - p.next_free() : 0;
+		uint64_t s = 0, lost = 0;
+		REQUIRE(p.send(now, 2082, true, &s, &lost) == late);
+		expect_lost += late > credit ? late - credit : 0;
+		lost_sum += lost;
+		REQUIRE(s >= now);
+		REQUIRE((log.empty() || s >= log.back().start));
+		log.push_back({s, 2082});
+	}
+	CHECK(lost_sum == expect_lost);
+	uint64_t worst = 0;
+	for (size_t j = 1; j < log.size(); j++) {
+		uint64_t bytes = 0;
+		for (size_t i = j; i-- > 0 && j - i <= 64;) {
+			bytes += log[i].bytes;
+			// bytes of frames i..j-1 started within [start_i, start_j]
+			const uint64_t allowed_ns = log[j].start - log[i].start + horizon + credit;
+			const uint64_t used_ns = serialization_ns(bytes, rate);
+			if (used_ns > allowed_ns)
+				worst = std::max(worst, used_ns - allowed_ns);
+		}
+	}
+	CHECK(worst == 0);
 }
 
 TEST_CASE("timing_wheel__fires_in_order_never_early_and_loses_nothing", "[pacer]")

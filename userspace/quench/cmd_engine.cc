@@ -208,6 +208,15 @@ std::string parse_gen(int argc, char **argv, int first, GenArgs &g)
 			e = time_opt(g.eng.switch_delay_ns);
 		} else if (s == "--base-rtt") {
 			e = time_opt(g.eng.base_rtt_ns);
+		} else if (s == "--link-credit") {
+			// frames of lateness a backlogged host link absorbs (0: none, 48ec9aa's pacer)
+			const std::string v = val();
+			char *end = nullptr;
+			const unsigned long frames = std::strtoul(v.c_str(), &end, 10);
+			if (v.empty() || *end || frames > 64)
+				e = "--link-credit needs a frame count 0..64, got '" + v + "'";
+			else
+				g.eng.link_credit_frames = uint32_t(frames);
 		} else if (s.size() > 1 && s[0] == '-') {
 			return "unknown option '" + s + "'";
 		} else if (g.topo.empty()) {

@@ -929,6 +929,7 @@ struct RunArgs {
 	std::string exp, out, name;
 	double dilation = 0;
 	int attempts = 0;
+	int link_credit = -1; // frames a late host link absorbs (-1: the engine's default)
 	bool quiet = false;
 	std::vector<std::string> schemes;
 };
@@ -955,7 +956,15 @@ int cmd_run(int argc, char **argv, int first)
 			if (a.attempts < 1 || a.attempts > 10)
 				return die("run: --attempts needs a count in [1, 10], got '" + v + "'");
 		}
-		else if (s == "--dilation") {
+		else if (s == "--link-credit") {
+			// negative control of the pacer's credit (docs/transport.md "The NIC model")
+			std::string v = val();
+			char *end = nullptr;
+			const long n = std::strtol(v.c_str(), &end, 10);
+			if (v.empty() || *end || n < 0 || n > 64)
+				return die("run: --link-credit needs a frame count in [0, 64], got '" + v + "'");
+			a.link_credit = int(n);
+		} else if (s == "--dilation") {
 			std::string v = val();
 			char *end = nullptr;
 			a.dilation = std::strtod(v.c_str(), &end);
@@ -982,6 +991,8 @@ int cmd_run(int argc, char **argv, int first)
 	c.x = *x;
 	if (a.attempts)
 		c.x.attempts = a.attempts;
+	if (a.link_credit >= 0)
+		c.eo.link_credit_frames = uint32_t(a.link_credit);
 	if (!a.schemes.empty()) {
 		for (const auto &s : a.schemes) {
 			auto known = cc::schemes();

@@ -42,7 +42,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
       [--size B] [--count N] [--sync-window T] [--interval T]
       [--load F --cdf FILE --duration T]
       [--mode gbn|sr] [--ack-every N] [--window-bytes B] [--qp-rate R] [--rto-low T]
-      [--rto-high T] [--icrc] [--nic-delay T] [--switch-delay T] [--timeout T]
+      [--rto-high T] [--icrc] [--nic-delay T] [--switch-delay T] [--link-credit N] [--timeout T]
       [--seed S] [--out CSV] [--fct-out FILE] [--cc none|pfc|dcqcn|dcqcn+w] [--cc-params paper|mellanox]
       [--cc-set K=V]... [--no-np] [--keep-switch-pfc] [--trace N --trace-out CSV]
       [--queues all|SW:PORT,.. [--queue-interval T] [--queue-out CSV]]

@@ -10,9 +10,11 @@ source "$(dirname "$0")/lib.sh"
 
 steal_ticks() { awk '/^cpu / {print $9}' /proc/stat; }
 
-# check_rate GBPS: one attempt. Return: 0 pass, 1 fail, 2 invalid (the hypervisor stole more
-# than 2% of the CPU time during the measurement: the shaper's timers ran late for reasons
-# outside the machine, DESIGN.md §5).
+# check_rate GBPS: one attempt. Return: 0 pass, 1 fail, 2 inconclusive: a precondition of the
+# measurement did not hold, with the reason in $WHY: the hypervisor stole more than 2% of the CPU
+# time (the shaper's timers ran late for reasons outside the machine, DESIGN.md §5), or the
+# senders did not keep the bottleneck's queue busy (they, not the shaper, set the rate: 7.73 of
+# 8 Gbit/s offered was seen once on a busy machine).
 check_rate() {
 	local gbps=$1
 	topo=$(write_dumbbell ${gbps}Gbps 16000 20Gbps 24MB)
@@ -62,26 +64,35 @@ check_rate() {
 	steal_pct=$(awk -v d=$((st1 - st0)) -v n="$(nproc)" 'BEGIN { printf "%.1f", 100 * d / (300 * n) }')
 	echo "steal during the measurement: ${steal_pct}%"
 	if awk -v p="$steal_pct" 'BEGIN { exit p > 2 ? 0 : 1 }'; then
+		WHY="the hypervisor stole ${steal_pct}% of the CPU time (> 2%)"
 		"$QUENCH" topo down "$topo"
 		return 2
 	fi
-	[ "$busy" -ge 7 ] || fail "the bottleneck queue was empty in $((10 - busy)) of 10 samples at ${gbps} Gbit/s: the senders, not the shaper, set the rate"
+	if [ "$busy" -lt 7 ]; then
+		WHY="the bottleneck queue was empty in $((10 - busy)) of 10 samples (offered ${offered} bit/s): the senders, not the shaper, set the rate"
+		"$QUENCH" topo down "$topo"
+		return 2
+	fi
 	awk -v w="$wire" -v g="$gbps" 'BEGIN { r = w / (g * 1e9); printf "ratio %.4f\n", r; exit (r >= 0.98 && r <= 1.02) ? 0 : 1 }' ||
 		fail "bottleneck at ${gbps} Gbit/s ran at ${wire} wire bit/s (outside 2%)"
 	"$QUENCH" topo down "$topo"
 }
 
-# Up to 4 attempts per rate; only attempts without host interference count (a valid attempt
-# that misses fails the test at once).
+# Up to 4 attempts per rate; only attempts whose preconditions held count (a conclusive attempt
+# that misses fails the test at once). Inconclusive attempts are counted and printed; four in a
+# row make the test inconclusive (skipped with the reasons), never failed.
 for g in 1 8; do
 	ok=""
+	reasons=""
 	for attempt in 1 2 3 4; do
 		rc=0
+		WHY=""
 		check_rate "$g" || rc=$?
 		if [ $rc -eq 0 ]; then ok=1; break; fi
-		echo "attempt $attempt at $g Gbit/s invalid: the host stole CPU time; retrying"
+		echo "attempt $attempt at $g Gbit/s inconclusive: $WHY; retrying"
+		reasons="${reasons:+$reasons; }$WHY"
 	done
-	[ -n "$ok" ] || skip "no valid measurement at $g Gbit/s in 4 attempts: the hypervisor stole more than 2% of the CPU each time"
-
+	[ "$attempt" -eq 1 ] || echo "$g Gbit/s: $((attempt - ${ok:-0})) inconclusive attempt(s) before $([ -n "$ok" ] && echo "a conclusive one" || echo "giving up")"
+	[ -n "$ok" ] || skip "inconclusive at $g Gbit/s: no attempt of 4 could measure the shaper ($reasons)"
 done
 pass "HTB bottleneck within 2% of 1 and 8 Gbit/s"

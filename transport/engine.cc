@@ -108,6 +108,7 @@ Status Engine::finish_open()
 	opt_.base_rtt_ns = opt_.base_rtt_ns ? opt_.base_rtt_ns : lo;
 	// A stall: the loop ran later than planned by more than half a base RTT (in wall time).
 	stall_thr_wall_ = std::max<uint64_t>(clock_.wall_duration(opt_.base_rtt_ns / 2), 20'000);
+	late_bound_ns_ = uint64_t(opt_.late_p99_frac * double(opt_.base_rtt_ns));
 	return health_begin();
 }
 
@@ -401,6 +402,7 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 		if (expect_wall_ && wall > expect_wall_ + stall_thr_wall_) {
 			stalls_++;
 			stall_max_ = std::max(stall_max_, wall - expect_wall_);
+			stalled_.add(clock_.to_fabric(expect_wall_), clock_.to_fabric(wall));
 		}
 		uint64_t now = io_ ? clock_.to_fabric(wall) : now_src_->now_ns();
 		iters_++;

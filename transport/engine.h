@@ -32,6 +32,7 @@
 
 #include "cc.h"
 #include "clock.h"
+#include "fidelity.h"
 #include "pacer.h"
 #include "port.h"
 #include "qp.h"
@@ -251,6 +252,10 @@ public:
 	uint64_t paused_until(QpHandle h) const { return qps_[h]->pause_until; }
 	// The QP's retransmission deadline (fabric ns; UINT64_MAX: none armed).
 	uint64_t rto_deadline(QpHandle h) const { return qps_[h]->snd.deadline(); }
+	// The periods since health_begin() when the emulator was not the fabric it models
+	// (fidelity.h): loop stalls (every host), and per host the link time its pacer lost and
+	// the sends later than the lateness bound (late_p99_frac x base RTT). Engine fabric time.
+	Affected affected() const;
 	// The controller's current output for a QP.
 	const cc::Output &cc_output(QpHandle h) const { return qps_[h]->out; }
 	// The rate trace of a QP connected with QpOptions::trace (empty otherwise).
@@ -327,6 +332,7 @@ private:
 		HostCounters c;
 		uint64_t ser_ns = 0, lost_ns = 0; // while backlogged: link time used and lost (efficiency)
 		uint32_t pushed = 0;           // frames handed to the port in this pump (kick timing)
+		IntervalSet affected;          // periods its link lost time or sent later than the bound
 	};
 	struct Cable {
 		std::string name;
@@ -415,6 +421,8 @@ private:
 	// health
 	Histogram late_;
 	Histogram kick_wall_, pass_wall_;   // wall ns of kicks that carried frames, of passes that sent
+	IntervalSet stalled_;               // loop stalls, engine fabric time (every host)
+	uint64_t late_bound_ns_ = 0;        // a send later than this is an affected period (fabric)
 	uint64_t stalls_ = 0, stall_max_ = 0, iters_ = 0, sleeps_ = 0;
 	uint64_t stall_thr_wall_ = 0;
 	uint64_t expect_wall_ = 0;

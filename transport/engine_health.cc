@@ -178,8 +178,11 @@ Status Engine::health_begin()
 	kick_wall_ = Histogram();
 	pass_wall_ = Histogram();
 	stalls_ = stall_max_ = iters_ = sleeps_ = 0;
-	for (auto &h : hosts_)
+	for (auto &h : hosts_) {
 		h->ser_ns = h->lost_ns = 0;
+		h->affected.clear();
+	}
+	stalled_.clear();
 	return ok_status();
 }
 
@@ -254,6 +257,16 @@ Health Engine::health()
 	if (r.veth_drops)
 		fail(std::to_string(r.veth_drops) + " host veth drops");
 	return r;
+}
+
+Affected Engine::affected() const
+{
+	Affected a;
+	a.all = stalled_;
+	for (const auto &h : hosts_)
+		if (!h->affected.empty())
+			a.host[h->name] = h->affected;
+	return a;
 }
 
 } // namespace qn::tp

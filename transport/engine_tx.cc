@@ -207,6 +207,8 @@ void Engine::pump(Host &h, uint64_t now)
 			late_.add(late);
 			h.lost_ns += lost;
 			h.ser_ns += serialization_ns(wb, h.link_bps);
+			if (late > late_bound_ns_)
+				h.affected.add(now - late, now);
 		}
 		emit(h, addr, len, start);
 		h.backlogged = true;

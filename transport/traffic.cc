@@ -270,6 +270,17 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 		return make_error("the topology was taken down during the run");
 	rep.elapsed_ns = e.now_ns() - t0;
 	rep.health = e.health();
+	// Which flows an affected period touched (a flow not done is alive to the run's end).
+	std::vector<FlowSpan> spans;
+	spans.reserve(rep.flows.size());
+	for (const auto &f : rep.flows)
+		spans.push_back(FlowSpan{f.spec.src, f.spec.dst, t0 + f.post_ns,
+					 t0 + (f.done ? f.post_ns + f.fct_ns : rep.elapsed_ns), f.spec.size});
+	rep.fidelity = tag_flows(spans, e.affected(), t0, t0 + rep.elapsed_ns);
+	for (size_t i = 0; i < rep.flows.size(); i++) {
+		rep.flows[i].tagged = rep.fidelity.tagged[i];
+		rep.flows[i].affected_frac = rep.fidelity.affected_frac[i];
+	}
 	std::vector<QpHandle> used(flow_qp.begin(), flow_qp.end());
 	std::sort(used.begin(), used.end());
 	used.erase(std::unique(used.begin(), used.end()), used.end());

@@ -60,6 +60,8 @@ struct FlowResult {
 	uint32_t sip = 0, dip = 0;  // host order
 	uint16_t sport = 0;         // the sending QP's UDP source port
 	uint64_t standalone_ns = 0; // common.md §4: base RTT + wire bytes / bottleneck rate
+	bool tagged = false;        // an affected period (a stall, a late host) met its lifetime (fidelity.h)
+	double affected_frac = 0;   // the fraction of its lifetime in affected periods
 	// Return: FCT / standalone FCT, floored at 1 (common.md §4).
 	double slowdown() const
 	{
@@ -88,6 +90,7 @@ struct RunReport {
 	uint64_t delivered_bytes = 0, retx_pkts = 0, tx_pkts = 0, timeouts = 0;
 	uint64_t corrupt_msgs = 0, dup_pkts = 0;
 	Health health;
+	FidelityReport fidelity;             // affected periods and the flows they touched
 	uint64_t t0_ns = 0;                  // engine time of the run's start (trace times are engine time)
 	std::vector<std::pair<std::string, QpHandle>> traced; // "src->dst" and the sending QP
 	std::string cc_describe;             // the controller of the first QP

@@ -428,6 +428,20 @@ int cmd_gen(int argc, char **argv, int first)
 		    static_cast<unsigned long long>(rep->timeouts), static_cast<unsigned long long>(rep->dup_pkts));
 	print_hosts(e);
 	std::fputs(rep->health.to_text().c_str(), stdout);
+	{
+		// Flows an affected period touched (fidelity.h), and the slowdowns without them.
+		const FidelityReport &fr = rep->fidelity;
+		std::vector<double> sd;
+		for (const auto &f : rep->flows)
+			if (f.done && f.standalone_ns && !f.tagged)
+				sd.push_back(f.slowdown());
+		std::sort(sd.begin(), sd.end());
+		auto sp = [&](double p) { return sd.empty() ? 0.0 : sd[std::min(sd.size() - 1, size_t(p * double(sd.size())))]; };
+		std::printf("fidelity: %llu affected periods, %.2f%% of fabric time; tagged flows %zu/%zu (%.1f%% of bytes); "
+			    "untagged slowdown p50 %.2f p99 %.2f\n",
+			    static_cast<unsigned long long>(fr.periods), 100 * fr.time_affected_frac, fr.flows_tagged,
+			    rep->flows.size(), 100 * fr.bytes_tagged_frac, sp(0.5), sp(0.99));
+	}
 	for (const auto &qs : e.queue_series()) {
 		std::vector<uint64_t> v;
 		double sum = 0;
@@ -473,11 +487,11 @@ int cmd_gen(int argc, char **argv, int first)
 		std::ofstream o(g.out);
 		if (!o)
 			return die("gen: cannot write " + g.out);
-		o << "id,src,dst,size,start_ns,post_ns,fct_ns,done,content_ok,standalone_ns,slowdown\n";
+		o << "id,src,dst,size,start_ns,post_ns,fct_ns,done,content_ok,standalone_ns,slowdown,tagged,affected_frac\n";
 		for (const auto &f : rep->flows)
 			o << f.spec.id << ',' << f.spec.src << ',' << f.spec.dst << ',' << f.spec.size << ',' << f.spec.start_ns
 			  << ',' << f.post_ns << ',' << f.fct_ns << ',' << (f.done ? 1 : 0) << ',' << (f.content_ok ? 1 : 0)
-			  << ',' << f.standalone_ns << ',' << f.slowdown() << '\n';
+			  << ',' << f.standalone_ns << ',' << f.slowdown() << ',' << (f.tagged ? 1 : 0) << ',' << f.affected_frac << '\n';
 	}
 	return done == flows.size() && bad == 0 && rep->corrupt_msgs == 0 ? 0 : 3;
 }

@@ -653,7 +653,7 @@ Status write_scheme_files(const Ctx &c, const SchemeResult &s)
 		if (!o)
 			return o.error();
 		// the size bin of every flow: its index in s.bins by size range
-		*o << "scheme,id,src,dst,size,dport,start_ns,fct_ns,standalone_ns,slowdown,done,content_ok,size_bin\n";
+		*o << "scheme,id,src,dst,size,dport,start_ns,fct_ns,standalone_ns,slowdown,done,content_ok,size_bin,tagged,affected_frac\n";
 		// each completed flow's bin, by the rule the bins were counted with (-1: not completed)
 		std::vector<uint64_t> sizes;
 		for (const auto &f : s.rep.flows)
@@ -666,7 +666,7 @@ Status write_scheme_files(const Ctx &c, const SchemeResult &s)
 			*o << s.scheme << ',' << f.spec.id << ',' << f.spec.src << ',' << f.spec.dst << ',' << f.spec.size << ','
 			   << f.spec.dport << ',' << f.spec.start_ns << ',' << (f.done ? f.fct_ns : 0) << ',' << f.standalone_ns
 			   << ',' << (f.done ? f.slowdown() : 0.0) << ',' << (f.done ? 1 : 0) << ',' << (f.content_ok ? 1 : 0)
-			   << ',' << bin << '\n';
+			   << ',' << bin << ',' << (f.tagged ? 1 : 0) << ',' << f.affected_frac << '\n';
 		}
 	}
 	{
@@ -788,6 +788,27 @@ Status write_summary(Ctx &c, const std::vector<SchemeResult> &rs, const std::str
 	      "frames received by hosts. Peak/p99 queue: the highest over switch ports (samples every "
 	   << human_ns(c.x.queue_interval_ns ? c.x.queue_interval_ns : std::max<uint64_t>(1000, k.base_rtt_min_ns))
 	   << ").\n\n";
+	md << "## Fidelity\n\nPeriods when the emulator was not the fabric it models (event-loop stalls, a host "
+	      "link losing time or sending later than 5% of the base RTT) and the flows whose lifetimes met one "
+	      "(flows.csv `tagged`); slowdowns over all flows and over the untagged ones (docs/experiments.md "
+	      "\"Validity\").\n\n| scheme | affected periods | fabric time affected | tagged flows | bytes tagged | "
+	      "slowdown p50 / p99 (all) | p50 / p99 (untagged) |\n|---|---|---|---|---|---|---|\n";
+	for (const auto &s : rs) {
+		const FidelityReport &fr = s.rep.fidelity;
+		std::vector<double> untagged;
+		for (const auto &f : s.rep.flows)
+			if (f.done && f.standalone_ns && !f.tagged)
+				untagged.push_back(f.slowdown());
+		std::sort(untagged.begin(), untagged.end());
+		char b[96];
+		std::snprintf(b, sizeof(b), "%.2f%%", 100 * fr.time_affected_frac);
+		md << "| " << s.scheme << " | " << fr.periods << " | " << b << " | " << fr.flows_tagged << "/"
+		   << s.rep.flows.size() << " | ";
+		std::snprintf(b, sizeof(b), "%.1f%%", 100 * fr.bytes_tagged_frac);
+		md << b << " | " << f2(percentile(s.sd, 0.5)) << " / " << f2(percentile(s.sd, 0.99)) << " | "
+		   << f2(percentile(untagged, 0.5)) << " / " << f2(percentile(untagged, 0.99)) << " |\n";
+	}
+	md << "\n";
 	md << "## Slowdown by flow size\n\nFlows sorted by size, bins of equal flow count; each row: the bin's largest "
 	      "size (common.md §4).\n\n";
 	for (const auto &s : rs) {

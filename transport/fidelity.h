@@ -1,0 +1,63 @@
+// fidelity.h - which flows an emulation artefact touched (DESIGN.md §5, issue 14): periods in
+// fabric time when the emulator was not the fabric it models (the event loop stalled, a host
+// link lost time, a frame left later than a stated bound) and the flows whose lifetimes
+// overlapped one. A run's figures are then given over all flows and over the untouched ones.
+//
+// Units: fabric ns (engine time), bytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace qn::tp {
+
+// A set of half-open intervals [from, to) kept sorted and merged.
+class IntervalSet {
+public:
+	// Add [from, to); empty intervals are ignored, overlapping and touching ones merge.
+	void add(uint64_t from, uint64_t to);
+	// Return: true when [from, to] (closed: a flow that ends as a stall begins was touched)
+	// meets an interval.
+	bool overlaps(uint64_t from, uint64_t to) const;
+	// Return: the total length of the intervals, clipped to [from, to).
+	uint64_t covered(uint64_t from, uint64_t to) const;
+	size_t size() const { return iv_.size(); }
+	bool empty() const { return iv_.empty(); }
+	const std::vector<std::pair<uint64_t, uint64_t>> &intervals() const { return iv_; }
+	void clear() { iv_.clear(); }
+
+private:
+	std::vector<std::pair<uint64_t, uint64_t>> iv_; // sorted, disjoint, non-adjacent
+};
+
+// What the engine saw go wrong, in engine fabric time: periods that touched every host (the
+// event loop stalled) and periods of one host (its link lost time, or a frame of it left later
+// than the lateness bound).
+struct Affected {
+	IntervalSet all;
+	std::map<std::string, IntervalSet> host;
+};
+
+// A flow as the tagging sees it: its lifetime in engine fabric time and its endpoints.
+struct FlowSpan {
+	std::string src, dst;
+	uint64_t from_ns = 0, to_ns = 0;  // post to completion (or to the end of the run)
+	uint64_t bytes = 0;
+};
+
+struct FidelityReport {
+	std::vector<bool> tagged;         // per flow: its lifetime met an affected period of the
+					  // fabric or of its source or destination host
+	std::vector<double> affected_frac; // per flow: the fraction of its lifetime in such periods
+	size_t flows_tagged = 0;
+	double bytes_tagged_frac = 0;     // tagged flows' bytes / all bytes
+	double time_affected_frac = 0;    // fabric time in any affected period / the run's span
+	uint64_t periods = 0;             // affected periods (fabric-wide and per host)
+};
+
+// Tag `flows` against `a` over the run's span [from, to).
+FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, uint64_t from, uint64_t to);
+
+} // namespace qn::tp

@@ -154,6 +154,9 @@ private:
 struct Health {
 	bool valid = true;
 	std::vector<std::string> reasons;   // why invalid
+	bool cpu_bound = false;             // a reason a larger D removes: the engine's CPU did not keep
+					    // the pace (lateness, lost link time, TX frames held or
+					    // exhausted, softnet squeezes), not a stall or a drop
 	uint32_t d_milli = 1000;
 	uint64_t base_rtt_ns = 0;
 	uint64_t late_p99_ns = 0, late_max_ns = 0, late_count = 0; // fabric ns

@@ -254,6 +254,8 @@ Health Engine::health()
 		fail(std::to_string(r.softnet_drops) + " softnet backlog drops");
 	if (r.time_squeeze)
 		fail(std::to_string(r.time_squeeze) + " softnet time_squeeze events");
+	r.cpu_bound = (r.late_count >= 100 && r.late_p99_ns > late_thr) || r.link_efficiency < opt_.min_link_efficiency ||
+		      r.tx_no_frame || r.tx_held || r.time_squeeze;
 	if (r.veth_drops)
 		fail(std::to_string(r.veth_drops) + " host veth drops");
 	return r;

@@ -96,9 +96,21 @@ out=$("$QUENCH" run "$WORK/tiny.exp" --name "$TOPO_NAME" --out "$WORK/b" --quiet
 grep -q "^Validity: \*\*INVALID\*\*" "$WORK/b/summary.md" || fail "D=1 run not reported INVALID: $(head -8 "$WORK/b/summary.md")"
 grep -E "^- none: INVALID" "$WORK/b/summary.md" | cut -c1-200
 
+# adaptive D: started at D=1 (--adapt-from: as if calibration had picked it), every attempt
+# that fails because the engine's CPU cannot keep the pace is retried at 1.5 x D; with a D
+# given (--dilation 1 above) it is not. Expect: attempt 1 at D=1 failed, the row ran at D > 1.
+out=$("$QUENCH" run "$WORK/tiny.exp" --name "$TOPO_NAME" --out "$WORK/d" --quiet --adapt-from 1 --attempts 4 \
+	--schemes none) || fail "adaptive run: $out"
+grep -E "attempt [0-9]+ at D=" "$WORK/d/summary.md" | cut -c1-160
+grep -q "attempt 1 at D=1: " "$WORK/d/summary.md" || fail "no CPU-bound attempt at D=1 recorded: $(grep -A3 '^- none' "$WORK/d/summary.md")"
+dfinal=$(awk -F'|' '$2 ~ /^ none / {gsub(/ /, "", $4); print $4}' "$WORK/d/summary.md")
+echo "adaptive run: the row's D is $dfinal ($(awk -F'|' '$2 ~ /^ none / {print $3}' "$WORK/d/summary.md"))"
+awk -v d="$dfinal" 'BEGIN {exit !(d > 1)}' || fail "the retries did not raise D (row D '$dfinal')"
+! grep -q "attempt 2 at D=1:" "$WORK/d/summary.md" || fail "a CPU-bound attempt was retried at the same D"
+
 # an unknown scheme: rejected by name, nothing brought up
 sed 's/^schemes .*/schemes none hpcc/' "$WORK/tiny.exp" >"$WORK/bad.exp"
 if err=$("$QUENCH" run "$WORK/bad.exp" --name "$TOPO_NAME" --out "$WORK/c" 2>&1); then fail "an unknown scheme was accepted"; fi
 grep -q "bad.exp:5: field 'schemes': no scheme named 'hpcc'" <<<"$err" || fail "unclear error: $err"
 ! "$QUENCH" topo show | grep -q "$TOPO_NAME" || fail "a rejected experiment left a topology up"
-pass "tiny experiment: $EXPECT flows per scheme, same hash, bytes and peaks consistent, D=1 INVALID"
+pass "tiny experiment: $EXPECT flows per scheme, same hash, bytes and peaks consistent, D=1 INVALID, CPU-bound retries at a larger D (row at D=$dfinal)"

@@ -240,6 +240,7 @@ struct Calibration {
 	double offered_bps = 0;           // fabric bit/s the senders can offer at once
 	double d_cpu = 0, d_timer = 0, d = 0;
 	bool d_auto = false;
+	bool adapt = false;                // retry CPU-bound INVALID attempts at a larger D (auto D, --adapt-from)
 	bool d_clamped = false;           // auto D above the largest factor, clamped to it
 	uint64_t base_rtt_min_ns = 0, base_rtt_max_ns = 0; // computed (common.md §4)
 	uint64_t rtt_measured_ns = 0;     // ping-pong FCT of a 64 B message (median of 20)
@@ -261,6 +262,7 @@ struct Ctx {
 	Progress prog;
 	bool quiet = false;
 	bool up = false;
+	double d_now = 0;                  // the D the topology runs at
 	Calibration cal;
 	std::vector<FlowSpec> flows;
 	uint64_t hash = 0;
@@ -279,6 +281,7 @@ Status bring_up(Ctx &c, double d)
 	uo.dilation = *dl;
 	QN_TRY(topo_up(c.topo, uo));
 	c.up = true;
+	c.d_now = d;
 	return ok_status();
 }
 
@@ -383,6 +386,7 @@ Status calibrate(Ctx &c, double forced_d)
 			return make_error("calibration: the capacity flow " + k.pair + " did not complete at D=1");
 	}
 	if (k.d_auto) {
+		k.adapt = true;
 		// DESIGN.md §5: D >= offered / capacity (CPU) and the timer jitter must be a few
 		// percent (5%) of the dilated base RTT; a factor 2 of margin, rounded up to 10s.
 		k.d_cpu = k.offered_bps / k.capacity_wall_bps;
@@ -463,6 +467,7 @@ struct SchemeResult {
 	std::vector<std::string> reasons;
 	double wall_s = 0;
 	int attempt = 1;                   // which attempt this is (the first VALID one, or the last)
+	double d = 0;                      // the dilation it ran at
 	std::vector<std::string> earlier;  // why earlier attempts were INVALID
 };
 
@@ -535,7 +540,7 @@ Result<SchemeResult> run_scheme(Ctx &c, const std::string &scheme, size_t idx)
 	// expected wall time: the flows' span plus every byte once through one host link (a rough
 	// upper bound for incasts), capped by the time limit
 	const double fabric_est_ns = double(last_start) + double(bytes) * 8 / double(k.host_rate_bps) * 1e9;
-	const double expected_s = std::min(fabric_est_ns, double(last_start + c.x.duration_ns)) * k.d / 1e9;
+	const double expected_s = std::min(fabric_est_ns, double(last_start + c.x.duration_ns)) * c.d_now / 1e9;
 	const std::string label = "scheme " + std::to_string(idx + 1) + "/" + std::to_string(c.x.schemes.size()) + " " + scheme;
 	const double t0 = wall_s();
 	ro.progress = [&](size_t done, size_t total, uint64_t fabric_ns) {
@@ -767,15 +772,16 @@ Status write_summary(Ctx &c, const std::vector<SchemeResult> &rs, const std::str
 	if (!all_valid)
 		md << " (an INVALID scheme's numbers are not results: see its reasons below)";
 	md << "\n\n";
-	tb << "| scheme | valid | flows done | goodput Gbit/s | slowdown p50 | p95 | p99 | FCT p99 | peak queue | p99 queue "
+	tb << "| scheme | valid | D | flows done | goodput Gbit/s | slowdown p50 | p95 | p99 | FCT p99 | peak queue | p99 queue "
 	      "| CNPs | PAUSE | drops | ECN marks | retx |\n";
-	tb << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+	tb << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
 	for (const auto &s : rs) {
 		uint64_t peak = s.ports.empty() ? 0 : s.ports.front().st.max, p99 = 0;
 		for (const auto &p : s.ports)
 			p99 = std::max(p99, p.st.p99);
 		tb << "| " << s.scheme << " | " << (s.valid ? "VALID" : "INVALID")
-		   << (s.attempt > 1 ? " (try " + std::to_string(s.attempt) + ")" : "") << " | " << s.done << "/" << c.flows.size()
+		   << (s.attempt > 1 ? " (try " + std::to_string(s.attempt) + ")" : "") << " | " << f2(s.d, "%g") << " | "
+		   << s.done << "/" << c.flows.size()
 		   << " | " << f2(s.goodput_gbps, "%.3f") << " | " << f2(percentile(s.sd, 0.5)) << " | "
 		   << f2(percentile(s.sd, 0.95)) << " | " << f2(percentile(s.sd, 0.99)) << " | "
 		   << human_ns(percentile(s.fct, 0.99)) << " | " << human_bytes(double(peak)) << " | "
@@ -951,6 +957,7 @@ struct RunArgs {
 	double dilation = 0;
 	int attempts = 0;
 	int link_credit = -1; // frames a late host link absorbs (-1: the engine's default)
+	double adapt_from = 0; // start at this D and adapt it as with auto D (controls, tests)
 	bool quiet = false;
 	std::vector<std::string> schemes;
 };
@@ -985,6 +992,12 @@ int cmd_run(int argc, char **argv, int first)
 			if (v.empty() || *end || n < 0 || n > 64)
 				return die("run: --link-credit needs a frame count in [0, 64], got '" + v + "'");
 			a.link_credit = int(n);
+		} else if (s == "--adapt-from") {
+			std::string v = val();
+			char *end = nullptr;
+			a.adapt_from = std::strtod(v.c_str(), &end);
+			if (v.empty() || *end || !(a.adapt_from >= 1 && a.adapt_from <= 10000))
+				return die("run: --adapt-from needs a dilation in [1, 10000], got '" + v + "'");
 		} else if (s == "--dilation") {
 			std::string v = val();
 			char *end = nullptr;
@@ -1084,11 +1097,16 @@ int cmd_run(int argc, char **argv, int first)
 			(void)topo_down(c.name);
 		c.up = false;
 	};
-	if (auto st = calibrate(c, a.dilation > 0 ? a.dilation : c.x.dilation); !st.ok()) {
+	if (a.adapt_from > 0 && a.dilation > 0)
+		return die("run: --adapt-from and --dilation exclude each other");
+	if (auto st = calibrate(c, a.adapt_from > 0 ? a.adapt_from : a.dilation > 0 ? a.dilation : c.x.dilation);
+	    !st.ok()) {
 		cleanup();
 		c.prog.done();
 		return die("run: calibration: " + st.error().to_string());
 	}
+	if (a.adapt_from > 0)
+		c.cal.adapt = true;
 	const Calibration &k = c.cal;
 	std::ostringstream meta;
 	{
@@ -1127,9 +1145,19 @@ int cmd_run(int argc, char **argv, int first)
 	for (size_t i = 0; i < c.x.schemes.size() && !g_stop; i++) {
 		// An INVALID attempt is not a result (a stall of this VM, not the scheme): run the
 		// identical flow list again, up to `attempts` times, and keep the first VALID one.
+		// With D chosen by calibration, an attempt that failed because the engine's CPU did
+		// not keep the pace is retried at 1.5 x D (a stall or a drop is retried at the same
+		// D); every scheme starts at the calibrated D. A D given by the user is kept.
 		Result<SchemeResult> r = make_error("no attempt");
 		std::vector<std::string> earlier;
 		for (int at = 1; at <= c.x.attempts && !g_stop; at++) {
+			if (at == 1 && c.d_now != k.d) {
+				if (auto st = bring_up(c, k.d); !st.ok()) {
+					cleanup();
+					c.prog.done();
+					return die("run: " + st.error().to_string());
+				}
+			}
 			r = run_scheme(c, c.x.schemes[i], i);
 			if (!r) {
 				cleanup();
@@ -1138,12 +1166,21 @@ int cmd_run(int argc, char **argv, int first)
 			}
 			r->attempt = at;
 			r->earlier = earlier;
+			r->d = c.d_now;
 			if (r->valid)
 				break;
 			std::string why;
 			for (const auto &why_one : r->reasons)
 				why += (why.empty() ? "" : "; ") + why_one;
-			earlier.push_back("attempt " + std::to_string(at) + ": " + why);
+			earlier.push_back("attempt " + std::to_string(at) + " at D=" + f2(c.d_now, "%g") + ": " + why);
+			if (k.adapt && r->rep.health.cpu_bound && at < c.x.attempts && c.d_now < 10000) {
+				const double next_d = std::min(10000.0, std::ceil(c.d_now * 1.5 / 10) * 10);
+				if (auto st = bring_up(c, next_d); !st.ok()) {
+					cleanup();
+					c.prog.done();
+					return die("run: " + st.error().to_string());
+				}
+			}
 		}
 		if (!r)
 			break;

@@ -48,7 +48,8 @@ const char *kUsage = R"(usage: quench COMMAND ...
       [--queues all|SW:PORT,.. [--queue-interval T] [--queue-out CSV]]
                                                     run a workload on the host engine (AF_XDP),
                                                     print FCTs, counters and the validity verdict
-  run EXPERIMENT [--out DIR] [--dilation D] [--schemes a,b] [--name NAME] [--quiet]
+  run EXPERIMENT [--out DIR] [--dilation D | --adapt-from D] [--schemes a,b] [--attempts N]
+      [--link-credit N] [--name NAME] [--quiet]
                                                     an experiment end to end: calibration, every
                                                     scheme on the same flows, results folder
                                                     (docs/experiments.md)

@@ -114,16 +114,23 @@ struct PauseOnBts final : FlowControl {
 	uint64_t pause_until_ns() const override { return until; }
 };
 
-QpOptions pausing_qp()
+// QP options whose controller is LineRate with the start policy and flow control the two
+// factories make (a test's own parts through QpOptions::cc_make).
+template <typename MakeStart, typename MakeFc> QpOptions composed(MakeStart start, MakeFc fc)
 {
 	QpOptions o;
-	o.rto_low_ns = o.rto_high_ns = 500'000;
-	o.cc_make = [](const Setup &s) -> Result<Parts> {
+	o.cc_make = [start, fc](const Setup &s) -> Result<Parts> {
 		Parts p;
-		p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), std::make_unique<LineRateStart>(),
-							    std::make_unique<PauseOnBts>(), s.line_rate_bps);
+		p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), start(), fc(), s.line_rate_bps);
 		return p;
 	};
+	return o;
+}
+
+QpOptions pausing_qp()
+{
+	QpOptions o = composed([] { return std::make_unique<LineRateStart>(); }, [] { return std::make_unique<PauseOnBts>(); });
+	o.rto_low_ns = o.rto_high_ns = 500'000;
 	return o;
 }
 
@@ -308,13 +315,8 @@ TEST_CASE("engine__per_packet_ecn_and_marker_bits_reach_the_wire", "[engine]")
 	};
 	std::vector<std::pair<uint64_t, uint64_t>> msgs;
 	Rig r(2);
-	QpOptions o;
-	o.cc_make = [&](const Setup &s) -> Result<Parts> {
-		Parts p;
-		p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), std::make_unique<Marking>(&msgs),
-							    std::make_unique<NoFlowControl>(), s.line_rate_bps);
-		return p;
-	};
+	QpOptions o = composed([&] { return std::make_unique<Marking>(&msgs); },
+			       [] { return std::make_unique<NoFlowControl>(); });
 	auto q = r.e->connect("h1", "h2", o);
 	REQUIRE(q.ok());
 	r.e->post(*q, Message{1, 10'000, nullptr});
@@ -443,13 +445,8 @@ TEST_CASE("engine__postcard_reaches_the_start_policy_and_its_rate_the_wire", "[e
 	};
 	std::vector<uint32_t> psns;
 	Rig r(2);
-	QpOptions o;
-	o.cc_make = [&](const Setup &s) -> Result<Parts> {
-		Parts p;
-		p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), std::make_unique<Quarter>(&psns),
-							    std::make_unique<NoFlowControl>(), s.line_rate_bps);
-		return p;
-	};
+	QpOptions o = composed([&] { return std::make_unique<Quarter>(&psns); },
+			       [] { return std::make_unique<NoFlowControl>(); });
 	auto q = r.e->connect("h1", "h2", o);
 	REQUIRE(q.ok());
 	r.e->post(*q, Message{1, 4'000'000, nullptr});
@@ -501,14 +498,9 @@ TEST_CASE("engine__pause_begun_by_a_packet_holds_the_qp_and_its_rate", "[engine]
 		uint64_t pause_until_ns() const override { return until; }
 	};
 	Rig r(2);
-	QpOptions o;
+	QpOptions o = composed([] { return std::make_unique<LineRateStart>(); },
+			       [] { return std::make_unique<PauseAtPsn2>(); });
 	o.rate_bps = kLine / 4;
-	o.cc_make = [](const Setup &s) -> Result<Parts> {
-		Parts p;
-		p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), std::make_unique<LineRateStart>(),
-							    std::make_unique<PauseAtPsn2>(), s.line_rate_bps);
-		return p;
-	};
 	auto q = r.e->connect("h1", "h2", o);
 	REQUIRE(q.ok());
 	r.e->post(*q, Message{1, 400'000, nullptr});

@@ -5,6 +5,7 @@
 # stalls of milliseconds can invalidate an attempt; that is the check working). If none is
 # VALID, `quench jitter` decides: a machine that stops a bare spinning loop past the stall
 # threshold every other second skips the positive control with that reason; otherwise it fails.
+# A control of the fidelity tagging: the engine stopped for 5 ms during a flow tags it.
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "validity thresholds are wall-clock (DESIGN.md §7)"
 
@@ -34,4 +35,29 @@ if [ "$ok" -ne 1 ]; then
 	machine_stalls "$out" || fail "a single 10 Gbit/s flow at D=100 was never valid on a quiet machine ($STALLS)"
 	skip "the D=1 check passed; the positive control was never VALID in five attempts and $STALLS"
 fi
-pass "D=1 is invalid (with reasons), D=100 is valid"
+# Control of the fidelity tagging: the engine stopped (SIGSTOP) for 5 ms wall in the middle of a
+# long flow. Expect: a stall period, the flow tagged (its lifetime met it), and at least the
+# stop's 50 us of fabric time (5 ms / D=100) inside its lifetime.
+bg stopped "$QUENCH" gen "$TOPO_NAME" --pattern long --size 10MB --dst h1 --senders h2 --out "$WORK/stopped.csv"
+txp() { ip -n "$(ns h2)" -s link show h2-eth0 | awk '/TX:/ {getline; print $2; exit}'; }
+t0=$(txp)
+for i in $(seq 200); do
+	[ "$(txp)" -gt $((t0 + 1000)) ] && break
+	kill -0 "$PID_stopped" 2>/dev/null || fail "gen ended before it could be stopped: $(cat "$WORK/stopped.out")"
+	sleep 0.05
+done
+kill -STOP "$PID_stopped"
+sleep 0.005
+kill -CONT "$PID_stopped"
+wait "$PID_stopped" || fail "the stopped run failed: $(cat "$WORK/stopped.out")"
+grep -E "^(validity|  stalls|fidelity)" "$WORK/stopped.out"
+grep -qE "^fidelity: [1-9][0-9]* affected periods" "$WORK/stopped.out" || fail "the 5 ms stop left no affected period"
+tagged=$(awk -F, 'NR == 2 {print $12, $13}' "$WORK/stopped.csv")
+read -r tag frac <<<"$tagged"
+lifetime=$(awk -F, 'NR == 2 {print $7}' "$WORK/stopped.csv")
+echo "stopped flow: tagged $tag, affected fraction $frac of its $lifetime ns lifetime"
+[ "$tag" = 1 ] || fail "the flow the stop met is not tagged"
+awk -v f="$frac" -v l="$lifetime" 'BEGIN {exit !(f * l >= 50000)}' ||
+	fail "less than the stop's 50 us of fabric time counted in the flow's lifetime ($frac x $lifetime ns)"
+
+pass "D=1 is invalid (with reasons), D=100 is valid, a 5 ms engine stop tags the flow it met"

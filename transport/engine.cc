@@ -416,14 +416,9 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 				break;
 			}
 		}
-		uint64_t sent0 = 0;
-		for (const auto &h : hosts_)
-			sent0 += h->c.tx_frames;
+		const uint64_t sent0 = frames_sent_;
 		const uint64_t d = std::min(step(now, tick), until_ns);
-		uint64_t sent1 = 0;
-		for (const auto &h : hosts_)
-			sent1 += h->c.tx_frames;
-		if (sent1 != sent0)
+		if (frames_sent_ != sent0)
 			pass_wall_.add(mono_wall_ns() - wall);
 		if (!io_)
 			break; // a fake clock does not move by itself: the caller steps it

@@ -424,6 +424,7 @@ private:
 	// health
 	Histogram late_;
 	Histogram kick_wall_, pass_wall_;   // wall ns of kicks that carried frames, of passes that sent
+	uint64_t frames_sent_ = 0;          // frames every host handed to its link (passes that sent)
 	IntervalSet stalled_;               // loop stalls, engine fabric time (every host)
 	uint64_t late_bound_ns_ = 0;        // a send later than this is an affected period (fabric)
 	uint64_t stalls_ = 0, stall_max_ = 0, iters_ = 0, sleeps_ = 0;

@@ -113,6 +113,7 @@ void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start)
 {
 	const uint64_t tx_delay = h.delay_ns + opt_.nic_tx_delay_ns;
 	h.c.tx_frames++;
+	frames_sent_++;
 	h.c.tx_bytes += len;
 	if (lose(h.error_rate)) { // the host-to-switch direction of the link (after the pacer)
 		h.c.link_errors++;

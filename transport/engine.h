@@ -364,6 +364,10 @@ private:
 	// The sending QP of host h a signal names: by its UDP source port (the sender's QPN), else
 	// by the receiver's QPN and address it carries. Return: null when none.
 	Qp *signal_qp(Host &h, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip);
+	// signal_qp, then count the signal (or the miss) and record its loop delay.
+	// Return: the QP, or null when it names none of this host's.
+	Qp *signal_target(Host &h, Signal s, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip, uint32_t psn,
+			  uint64_t now);
 	// Record a signal's loop delay for the PSN it names.
 	void loop_sample(Signal s, const Qp &q, uint32_t psn, uint64_t now);
 	// After an event that may have moved a controller's or NP's timer: the next timer pass

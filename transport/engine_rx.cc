@@ -170,16 +170,25 @@ void Engine::loop_sample(Signal s, const Qp &q, uint32_t psn, uint64_t now)
 		loop_delay_[size_t(s)].add(now - e.ns);
 }
 
+Engine::Qp *Engine::signal_target(Host &h, Signal s, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip, uint32_t psn,
+				  uint64_t now)
+{
+	Qp *q = signal_qp(h, sport, dest_qp, dst_ip);
+	if (!q) {
+		h.c.signal_unknown_qp++;
+		return nullptr;
+	}
+	(s == Signal::Bts ? h.c.bts_rx : h.c.postcard_rx)++;
+	loop_sample(s, *q, psn, now);
+	return q;
+}
+
 void Engine::on_bts(Host &h, const Packet &p, uint64_t now)
 {
 	const BtsInfo &b = p.bts;
-	Qp *q = signal_qp(h, p.sport, b.orig_dest_qp, b.orig_dst_ip);
-	if (!q) {
-		h.c.signal_unknown_qp++;
+	Qp *q = signal_target(h, Signal::Bts, p.sport, b.orig_dest_qp, b.orig_dst_ip, b.orig_psn, now);
+	if (!q)
 		return;
-	}
-	h.c.bts_rx++;
-	loop_sample(Signal::Bts, *q, b.orig_psn, now);
 	q->ctl->on_bts(cc::BtsEvent{now, b.pause_us, b.cacheable, b.origin, b.reporter, b.orig_psn});
 	apply_cc(*q, now);
 	rearm_timers(*q);
@@ -188,13 +197,9 @@ void Engine::on_bts(Host &h, const Packet &p, uint64_t now)
 void Engine::on_postcard(Host &h, const Packet &p, uint64_t now)
 {
 	const PostcardInfo &c = p.postcard;
-	Qp *q = signal_qp(h, p.sport, c.dest_qp, c.flow_daddr);
-	if (!q) {
-		h.c.signal_unknown_qp++;
+	Qp *q = signal_target(h, Signal::Postcard, p.sport, c.dest_qp, c.flow_daddr, c.psn, now);
+	if (!q)
 		return;
-	}
-	h.c.postcard_rx++;
-	loop_sample(Signal::Postcard, *q, c.psn, now);
 	q->ctl->on_postcard(cc::PostcardEvent{now, c.switch_id, c.psn, c.i_p, c.q1, c.rate_mbps, c.recent_bytes,
 					      c.recent_marked_bytes, c.t0_ns});
 	apply_cc(*q, now);

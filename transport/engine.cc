@@ -33,6 +33,7 @@ Engine::Engine(const Topology &t, const Dilation &d, const EngineOptions &o)
 
 Engine::~Engine()
 {
+	close_switch_monitors();
 	for (auto &p : qprobes_)
 		if (p.fd >= 0)
 			close(p.fd);
@@ -58,6 +59,7 @@ Result<std::unique_ptr<Engine>> Engine::open(const Topology &t, const Dilation &
 {
 	std::unique_ptr<Engine> e(new Engine(t, d, o));
 	QN_TRY(e->open_ports(open_xsk));
+	QN_TRY(e->open_switch_monitors());
 	QN_TRY(e->start_io());
 	QN_TRY(e->finish_open());
 	return e;
@@ -415,6 +417,10 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 				topology_gone_ = true;
 				break;
 			}
+		}
+		if (!swmons_.empty() && wall >= next_fid_poll_) { // lost periods the switches posted
+			next_fid_poll_ = wall + 5'000'000;
+			poll_switch_monitors();
 		}
 		const uint64_t sent0 = frames_sent_;
 		const uint64_t d = std::min(step(now, tick), until_ns);

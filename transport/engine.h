@@ -39,6 +39,8 @@
 #include "topology.h"
 #include "units.h"
 
+struct qn_fid_port; // bpf/include/qn_abi.h
+
 namespace qn::tp {
 
 struct EngineOptions {
@@ -49,7 +51,14 @@ struct EngineOptions {
 					    // (applied where a frame leaves a switch: host RX, cable RX)
 	uint64_t base_rtt_ns = 0;           // for the validity thresholds; 0 = derived
 	double late_p99_frac = 0.05;        // pacer lateness p99 must be <= this x base RTT ("a few percent", DESIGN.md §5)
-	double min_link_efficiency = 0.97;  // backlogged hosts must reach this x link rate
+	double min_link_efficiency = 0.97;  // backlogged hosts must reach this x link rate (the
+					    // pacer's own figure; judged only where no switch monitors)
+	// Measured at the switches (docs/experiments.md "Validity"): over all backlogged frames of
+	// a direction, the links must keep this fraction of their time (1% lost at most: the
+	// per-flow tagging bound, fidelity.h), and at most this fraction of 8-frame windows may
+	// be faster than line rate plus one frame.
+	double min_switch_efficiency = 0.99;
+	double max_fast_windows = 0.01;
 	uint64_t spin_wall_ns = 200'000;    // spin (not sleep) when the next deadline is this close
 	uint64_t max_sleep_wall_ns = 100'000; // longest single sleep (longer ones wake very late)
 	uint32_t frames_per_port = 8192;    // UMEM chunks per socket: half RX, half TX (a TX frame is
@@ -151,6 +160,24 @@ private:
 	uint64_t n_ = 0, max_ = 0;
 };
 
+// One direction of a switch port's link as the switch's fidelity monitor saw it (fabric ns):
+// arrivals from the host it faces, or departures from its queue (bpf/include/fidmon.h).
+struct SwitchLink {
+	std::string port;                   // "<switch>/<ifname>"
+	bool departures = false;
+	uint64_t backlogged_ns = 0;         // serialization time of backlogged frames
+	uint64_t lost_ns = 0;               // lateness beyond one frame
+	uint64_t frames = 0, late_frames = 0;
+	uint64_t windows = 0, fast_windows = 0; // windows of 8 backlogged frames; of them faster
+					    // than line rate plus one frame
+	uint64_t events_lost = 0;           // lost periods the ring could not take
+	double efficiency() const
+	{
+		return backlogged_ns ? double(backlogged_ns) / double(backlogged_ns + lost_ns) : 1.0;
+	}
+	double fast_frac() const { return windows ? double(fast_windows) / double(windows) : 0.0; }
+};
+
 struct Health {
 	bool valid = true;
 	std::vector<std::string> reasons;   // why invalid
@@ -172,6 +199,14 @@ struct Health {
 	// the send call) and of the loop's passes that transmitted, wall ns.
 	uint64_t kick_p50_wall_ns = 0, kick_p99_wall_ns = 0, kick_max_wall_ns = 0, kicks = 0;
 	uint64_t pass_p50_wall_ns = 0, pass_p99_wall_ns = 0, pass_max_wall_ns = 0, passes = 0;
+	// Measured at the switches (bpf/include/fidmon.h): every link direction with backlogged
+	// frames, and the worst of them.
+	std::vector<SwitchLink> switch_links;
+	bool switch_monitored = false;      // every served host's link has a switch monitor
+	double sw_arrival_eff = 1.0, sw_departure_eff = 1.0; // over all links of the direction
+	double sw_fast_frac = 0.0;          // fast windows / windows, both directions
+	std::string sw_arrival_worst, sw_departure_worst, sw_fast_worst; // worst link (>= 100 frames)
+	uint64_t sw_events_lost = 0;
 	std::string to_text() const;
 };
 
@@ -273,6 +308,7 @@ private:
 		uint64_t release_ns;
 		uint64_t addr;
 		uint32_t len;
+		bool backlogged = false; // the pacer's: it followed the previous frame back to back
 	};
 	struct CtrlFrame {
 		std::array<uint8_t, 128> b;
@@ -335,7 +371,20 @@ private:
 		HostCounters c;
 		uint64_t ser_ns = 0, lost_ns = 0; // while backlogged: link time used and lost (efficiency)
 		uint32_t pushed = 0;           // frames handed to the port in this pump (kick timing)
+		int kick_backlogged = -1;      // the first pushed frame's backlogged flag (-1: none yet)
 		IntervalSet affected;          // periods its link lost time or sent later than the bound
+		qn_fid_port *fid = nullptr;    // its switch port's fidelity monitor (mmap), if any
+	};
+	// A switch's fidelity monitor (bpf/include/fidmon.h), read by the engine: the mmapped
+	// qn_fid array and the qn_fid_events ring of lost periods.
+	struct SwitchMon {
+		std::string name;
+		qn_fid_port *ports = nullptr; // QN_MAX_PORTS entries
+		size_t map_len = 0;
+		void *rb = nullptr;           // struct ring_buffer *
+		std::vector<int> peer_host;   // per port_no: index into hosts_ of the host it faces, -1
+		std::vector<std::string> port_name;
+		Engine *engine = nullptr;
 	};
 	struct Cable {
 		std::string name;
@@ -376,7 +425,18 @@ private:
 	void fire_timers(uint64_t now);
 	void rx_cable(Cable &c, uint64_t now);
 	void pump(Host &h, uint64_t now);
-	void emit(Host &h, uint64_t addr, uint32_t len, uint64_t start);
+	void emit(Host &h, uint64_t addr, uint32_t len, uint64_t start, bool backlogged);
+	void push_frame(Host &h, const Held &f);
+	// The switches' fidelity monitors (engine_fidelity.cc).
+	Status open_switch_monitors();
+	void close_switch_monitors();
+	void reset_switch_monitors();
+	// Append the monitors' links to r.switch_links: since health_begin() in fabric ns, or
+	// (since_begin false) every entry's raw counters, the base.
+	void switch_monitor_health(Health &r, bool since_begin = true) const;
+	void poll_switch_monitors();
+	static int on_fid_event(void *ctx, void *data, size_t len);
+
 	void schedule(Qp &q, uint64_t now);
 	// Return: true when a QP of h may send now (drops stale entries, parks paused QPs).
 	bool data_ready(Host &h, uint64_t now);
@@ -430,6 +490,10 @@ private:
 	Histogram kick_wall_, pass_wall_;   // wall ns of kicks that carried frames, of passes that sent
 	uint64_t frames_sent_ = 0;          // frames every host handed to its link (passes that sent)
 	IntervalSet stalled_;               // loop stalls, engine fabric time (every host)
+	IntervalSet sw_lost_all_;           // lost periods at switch-facing departures (every flow)
+	std::vector<std::unique_ptr<SwitchMon>> swmons_;
+	std::vector<SwitchLink> sw_base_;     // the monitors' counters at health_begin()
+	uint64_t next_fid_poll_ = 0;        // wall ns
 	uint64_t late_bound_ns_ = 0;        // a send later than this is an affected period (fabric)
 	uint64_t stalls_ = 0, stall_max_ = 0, iters_ = 0, sleeps_ = 0;
 	uint64_t stall_thr_wall_ = 0;

@@ -1,6 +1,7 @@
 // engine_tx.cc - the transmit path: the link pacer, control frames ahead of data, per-QP rate
 // limiters and pauses, the TX delay line; the controller's output applied to a QP.
 #include "engine.h"
+#include "abi.h"
 
 #include <algorithm>
 #include <cstring>
@@ -109,7 +110,14 @@ void Engine::apply_cc(Qp &q, uint64_t now)
 		q.trace_points.push_back(RatePoint{now, o.rate_bps, o.window_bytes, q.acked_bytes});
 }
 
-void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start)
+void Engine::push_frame(Host &h, const Held &f)
+{
+	if (h.kick_backlogged < 0)
+		h.kick_backlogged = f.backlogged;
+	h.pushed++;
+}
+
+void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start, bool backlogged)
 {
 	const uint64_t tx_delay = h.delay_ns + opt_.nic_tx_delay_ns;
 	h.c.tx_frames++;
@@ -120,20 +128,22 @@ void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start)
 		h.port->tx_free(addr);
 		return;
 	}
+	const Held f{start + tx_delay, addr, len, backlogged};
 	if (tx_delay == 0 && h.txline.empty()) {
 		if (h.port->tx_push(addr, len)) {
-			h.pushed++;
+			push_frame(h, f);
 			return;
 		}
 		// TX ring full: keep the frame, in order, for the next iteration (never drop it).
 		h.c.tx_ring_full++;
 	}
-	h.txline.push_back(Held{start + tx_delay, addr, len});
+	h.txline.push_back(f);
 }
 
 void Engine::pump(Host &h, uint64_t now)
 {
 	h.pushed = 0;
+	h.kick_backlogged = -1;
 	h.sched.advance(now);
 	while (h.pacer.ready(now)) {
 		const bool ctrl_ok = !h.ctrl.empty() && !paused(h, QN_PRIO_CONTROL, now);
@@ -208,10 +218,10 @@ void Engine::pump(Host &h, uint64_t now)
 			late_.add(late);
 			h.lost_ns += lost;
 			h.ser_ns += serialization_ns(wb, h.link_bps);
-			if (late > late_bound_ns_)
+			if (late > late_bound_ns_ && !h.fid) // else the switch measures it (arrivals)
 				h.affected.add(now - late, now);
 		}
-		emit(h, addr, len, start);
+		emit(h, addr, len, start, h.backlogged);
 		h.backlogged = true;
 	}
 	// Still backlogged only if something could go when the link frees up.
@@ -222,9 +232,13 @@ void Engine::pump(Host &h, uint64_t now)
 		Held r = h.txline.front();
 		if (!h.port->tx_push(r.addr, r.len))
 			break;
-		h.pushed++;
+		push_frame(h, r);
 		h.txline.pop_front();
 	}
+	// The switch's arrival monitor learns whether this kick's frames were due back to back
+	// (a copy-mode kick runs their switch path inside the send call, on this CPU).
+	if (h.fid && h.kick_backlogged >= 0)
+		__atomic_store_n(&h.fid->engine_backlogged, uint32_t(h.kick_backlogged), __ATOMIC_RELAXED);
 	if (h.pushed && io_) {
 		const uint64_t t0 = mono_wall_ns();
 		h.port->flush();

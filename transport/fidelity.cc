@@ -2,6 +2,7 @@
 #include "fidelity.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace qn::tp {
 
@@ -41,34 +42,42 @@ uint64_t IntervalSet::covered(uint64_t from, uint64_t to) const
 	return s;
 }
 
-FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, uint64_t from, uint64_t to)
+FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, uint64_t from, uint64_t to,
+			 double tag_frac)
 {
 	FidelityReport r;
 	r.tagged.assign(flows.size(), false);
+	r.touched.assign(flows.size(), false);
 	r.affected_frac.assign(flows.size(), 0.0);
 	const IntervalSet none;
 	auto of = [&](const std::string &h) -> const IntervalSet & {
 		auto it = a.host.find(h);
 		return it == a.host.end() ? none : it->second;
 	};
-	uint64_t bytes = 0, tagged_bytes = 0;
+	uint64_t bytes = 0, tagged_bytes = 0, touched_bytes = 0;
 	for (size_t i = 0; i < flows.size(); i++) {
 		const FlowSpan &f = flows[i];
 		const bool t = a.all.overlaps(f.from_ns, f.to_ns) || of(f.src).overlaps(f.from_ns, f.to_ns) ||
 			       of(f.dst).overlaps(f.from_ns, f.to_ns);
-		r.tagged[i] = t;
-		if (t && f.to_ns > f.from_ns) {
+		r.touched[i] = t;
+		if (t) {
 			IntervalSet u = a.all;
 			for (const auto &[x, y] : of(f.src).intervals())
 				u.add(x, y);
 			for (const auto &[x, y] : of(f.dst).intervals())
 				u.add(x, y);
-			r.affected_frac[i] = double(u.covered(f.from_ns, f.to_ns)) / double(f.to_ns - f.from_ns);
+			// A flow of zero length that meets a period lies wholly in it.
+			r.affected_frac[i] = f.to_ns > f.from_ns
+				? double(u.covered(f.from_ns, f.to_ns)) / double(f.to_ns - f.from_ns) : 1.0;
 		}
-		r.flows_tagged += t;
+		r.tagged[i] = t && r.affected_frac[i] >= tag_frac;
+		r.flows_touched += t;
+		r.flows_tagged += r.tagged[i];
 		bytes += f.bytes;
-		tagged_bytes += t ? f.bytes : 0;
+		touched_bytes += t ? f.bytes : 0;
+		tagged_bytes += r.tagged[i] ? f.bytes : 0;
 	}
+	r.bytes_touched_frac = bytes ? double(touched_bytes) / double(bytes) : 0;
 	r.bytes_tagged_frac = bytes ? double(tagged_bytes) / double(bytes) : 0;
 	IntervalSet any = a.all;
 	for (const auto &[h, s] : a.host)
@@ -79,6 +88,17 @@ FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, 
 		r.periods += s.size();
 	r.time_affected_frac = to > from ? double(any.covered(from, to)) / double(to - from) : 0;
 	return r;
+}
+
+std::string fidelity_verdict(const FidelityReport &r)
+{
+	if (r.bytes_tagged_frac <= kMaxTaggedBytesFrac)
+		return "";
+	char b[200];
+	std::snprintf(b, sizeof(b),
+		      "tagged flows (>= %.0f%% of their lifetime in affected periods) carry %.1f%% of the bytes (> %.0f%%)",
+		      100 * kTagAffectedFrac, 100 * r.bytes_tagged_frac, 100 * kMaxTaggedBytesFrac);
+	return b;
 }
 
 } // namespace qn::tp

@@ -47,17 +47,33 @@ struct FlowSpan {
 	uint64_t bytes = 0;
 };
 
+// A flow is tagged when at least this fraction of its lifetime lay in affected periods: the
+// emulator lost that much of its time, so its FCT may be off by about as much. Any overlap at
+// all ("touched") is reported too, but on this machine's hypervisor pauses (about one per CPU
+// per second) it reaches nearly every flow that lives longer than a second of wall time
+// (docs/experiments.md "Validity", measured).
+constexpr double kTagAffectedFrac = 0.01;
+// A run whose tagged flows carry more than this fraction of its bytes is INVALID.
+constexpr double kMaxTaggedBytesFrac = 0.5;
+
 struct FidelityReport {
-	std::vector<bool> tagged;         // per flow: its lifetime met an affected period of the
-					  // fabric or of its source or destination host
+	std::vector<bool> tagged;         // per flow: affected_frac >= the tagging bound
+	std::vector<bool> touched;        // per flow: its lifetime met an affected period of the
+					  // fabric or of its source or destination host at all
 	std::vector<double> affected_frac; // per flow: the fraction of its lifetime in such periods
-	size_t flows_tagged = 0;
+	size_t flows_tagged = 0, flows_touched = 0;
 	double bytes_tagged_frac = 0;     // tagged flows' bytes / all bytes
+	double bytes_touched_frac = 0;
 	double time_affected_frac = 0;    // fabric time in any affected period / the run's span
 	uint64_t periods = 0;             // affected periods (fabric-wide and per host)
 };
 
-// Tag `flows` against `a` over the run's span [from, to).
-FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, uint64_t from, uint64_t to);
+// Tag `flows` against `a` over the run's span [from, to): a flow is tagged when at least
+// `tag_frac` of its lifetime lay in affected periods.
+FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, uint64_t from, uint64_t to,
+			 double tag_frac = kTagAffectedFrac);
+// Return: why the run is INVALID on its tagging (tagged flows carry more than
+// kMaxTaggedBytesFrac of the bytes), or "" when it is not.
+std::string fidelity_verdict(const FidelityReport &r);
 
 } // namespace qn::tp

@@ -279,7 +279,12 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 	rep.fidelity = tag_flows(spans, e.affected(), t0, t0 + rep.elapsed_ns);
 	for (size_t i = 0; i < rep.flows.size(); i++) {
 		rep.flows[i].tagged = rep.fidelity.tagged[i];
+		rep.flows[i].touched = rep.fidelity.touched[i];
 		rep.flows[i].affected_frac = rep.fidelity.affected_frac[i];
+	}
+	if (std::string why = fidelity_verdict(rep.fidelity); !why.empty()) {
+		rep.health.valid = false;
+		rep.health.reasons.push_back(why);
 	}
 	std::vector<QpHandle> used(flow_qp.begin(), flow_qp.end());
 	std::sort(used.begin(), used.end());

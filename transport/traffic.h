@@ -60,7 +60,9 @@ struct FlowResult {
 	uint32_t sip = 0, dip = 0;  // host order
 	uint16_t sport = 0;         // the sending QP's UDP source port
 	uint64_t standalone_ns = 0; // common.md §4: base RTT + wire bytes / bottleneck rate
-	bool tagged = false;        // an affected period (a stall, a late host) met its lifetime (fidelity.h)
+	bool tagged = false;        // affected periods (stalls, lost link time) covered at least
+				    // kTagAffectedFrac of its lifetime (fidelity.h)
+	bool touched = false;       // an affected period met its lifetime at all
 	double affected_frac = 0;   // the fraction of its lifetime in affected periods
 	// Return: FCT / standalone FCT, floored at 1 (common.md §4).
 	double slowdown() const

@@ -14,6 +14,7 @@
 
 #include "bpf_common.h"
 #include "dqmark.h"
+#include "fidmon.h"
 #include "maps.h"
 #include "queue.h"
 
@@ -97,6 +98,7 @@ static __always_inline void qn_dequeue_red(struct sk_buff *skb, const struct qn_
 static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_queue *txq, int packets,
 					   struct sk_buff *skb)
 {
+	struct qn_fid_port *fp;
 	struct qn_swcfg *cfg;
 	struct qn_qstate *qs;
 	__u64 dev, now, backlog;
@@ -116,9 +118,12 @@ static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_
 		return 0;
 	now = bpf_ktime_get_ns();
 	backlog = q->qstats.backlog;
+	fp = bpf_map_lookup_elem(&qn_fid, &eport);
 	for (i = 0; i < QN_DEQ_MAX_BULK; i++) { /* bounded loop (kernels >= 5.3) */
 		if (!skb || i >= packets)
 			break;
+		if (fp) /* a bulk's earlier packets leave the later ones queued */
+			qn_fid_departure(fp, eport, skb->len, now, i + 1 < packets ? 1 : backlog);
 		if (cfg->ecn && cfg->ecn_dequeue && (skb->mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC &&
 		    skb->priority != QN_HTB_CLASS_CONTROL) /* data class only (dcqcn.md §3.1) */
 			qn_dequeue_red(skb, cfg, backlog, eport);

@@ -272,6 +272,57 @@ struct qn_qsample {
 	__u64 bytes;
 };
 
+/* ---- fidelity monitor (issue 14, docs/experiments.md "Validity") ----
+ * Per switch port, one qn_fid_port in the mmapable ARRAY qn_fid (key = port_no). Two monitors,
+ * each an ideal line-rate clock over the frames it sees, in wall ns:
+ *  - arrivals (ingress of a host-facing port): frames the engine declared backlogged (it was
+ *    ready to send them back to back at line rate) should arrive one serialization time after
+ *    the previous one; the engine writes `engine_backlogged` before each transmit kick;
+ *  - departures (the dequeue hook, every port): a packet that was queued behind the previous
+ *    departure should leave one serialization time after it.
+ * Lateness beyond `credit_wall_ns` (one maximum frame: the catch-up a link may make) is link
+ * time lost for good; each such period goes to qn_fid_events. A window of QN_FID_WINDOW
+ * backlogged frames that took less than their serialization time minus one frame is "fast" (the
+ * link caught up). The control plane writes the three configuration fields; BPF the rest;
+ * userspace zeroes the counters (qn_fid_port_reset) before a run. */
+#define QN_FID_WINDOW 8
+enum qn_fid_dir {
+	QN_FID_ARRIVAL = 0,
+	QN_FID_DEPARTURE = 1,
+};
+struct qn_fid_mon {
+	__u64 next_ns;          /* ideal end of the last frame (wall) */
+	__u64 bl_ns;            /* serialization time of backlogged frames (wall) */
+	__u64 lost_ns;          /* lateness beyond the credit (wall) */
+	__u64 bl_frames;        /* backlogged frames seen */
+	__u64 late_frames;      /* of them, later than the credit */
+	__u64 windows;          /* windows of QN_FID_WINDOW backlogged frames checked */
+	__u64 fast_windows;     /* of them, faster than line rate plus one frame */
+	__u64 events_lost;      /* lost periods not posted (ring buffer full) */
+	__u64 ring_ts[QN_FID_WINDOW];  /* wall time of the last frames (by run % QN_FID_WINDOW) */
+	__u64 ring_cum[QN_FID_WINDOW]; /* cumulative ideal time at them */
+	__u64 cum_ns;           /* cumulative ideal time of the current backlogged run */
+	__u64 run;              /* frames in the current backlogged run */
+	__u64 prev_left;        /* departures: bytes the previous departure left queued */
+	__u64 pad[5];           /* 256 bytes: four cache lines */
+};
+struct qn_fid_port {
+	/* configuration (control plane) */
+	__u64 ps_per_byte;      /* wall ps per wire byte at the port's rate (0 = monitor off) */
+	__u64 credit_wall_ns;   /* one maximum frame's serialization time (wall) */
+	__u32 engine_backlogged; /* written by the engine: the frames it kicks now are backlogged */
+	__u32 pad0;
+	__u64 pad1[5];
+	struct qn_fid_mon mon[2]; /* [enum qn_fid_dir]; each its own cache lines */
+};
+/* qn_fid_events record: a period [from_ns, to_ns) (wall) in which a port's link lost time. */
+struct qn_fid_event {
+	__u64 from_ns;
+	__u64 to_ns;
+	__u32 port_no;
+	__u32 dir;              /* enum qn_fid_dir */
+};
+
 /* Recirculation: the copy sent to the recirculation device carries this mark. */
 #define QN_MARK_RECIRC 0x5A000000u
 #define QN_ECHO_UDP_PORT 4794      /* the test format the builder makes (a trimmed echo) */

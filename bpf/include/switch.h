@@ -16,6 +16,7 @@
 #include "queue.h"
 #include "dqmark.h"
 #include "ecn.h"
+#include "fidmon.h"
 
 const volatile struct qn_cfg qn_cfg = {};
 
@@ -148,6 +149,9 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 		qn_count_drop(st, QN_DROP_PFC_FRAME);
 		return TC_ACT_SHOT;
 	}
+	now = bpf_ktime_get_ns();
+	if (port->role == QN_ROLE_HOST)
+		qn_fid_arrival(in_port, len, now);
 
 	/* A mark the upstream switch decided at dequeue (dqmark.h): the packet is CE from here.
 	 * Only a switch can have marked it: frames from a host port are not looked up. */
@@ -177,7 +181,6 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	cfg = qn_swcfg_get();
 	qs = bpf_map_lookup_elem(&qn_qstate, &eport);
 	est = bpf_map_lookup_elem(&qn_port_stats, &eport);
-	now = bpf_ktime_get_ns();
 	if (cfg && qs) {
 		__u64 rate = 0, burst = 0;
 

@@ -53,9 +53,49 @@ TEST_CASE("tag_flows__by_fabric_and_host_periods", "[fidelity]")
 	CHECK(r.affected_frac[2] == Approx(20.0 / 300.0));
 	CHECK(r.affected_frac[3] == Approx(10.0 / 390.0));
 	CHECK(r.affected_frac[4] == 0);
+	CHECK(r.touched == r.tagged);
+	CHECK(fidelity_verdict(r).empty()); // 45% of the bytes tagged
+	// A higher bound spares d (2.6% of its lifetime) and keeps b and c (6.7%).
+	FidelityReport hi = tag_flows(f, a, 0, 1000, 0.05);
+	CHECK(hi.tagged == std::vector<bool>{false, true, true, false, false});
+	CHECK(hi.touched == std::vector<bool>{false, true, true, true, false});
+	CHECK(hi.flows_touched == 3);
+	CHECK(hi.bytes_touched_frac == Approx(9000.0 / 20000.0));
+	CHECK(hi.bytes_tagged_frac == Approx(5000.0 / 20000.0));
 	// Nothing affected: nothing tagged.
 	FidelityReport clean = tag_flows(f, Affected{}, 0, 1000);
 	CHECK(clean.flows_tagged == 0);
 	CHECK(clean.bytes_tagged_frac == 0);
 	CHECK(clean.time_affected_frac == 0);
+}
+
+TEST_CASE("tag_flows__a_long_flow_touched_by_a_short_period_is_not_tagged", "[fidelity]")
+{
+	// A 1 ms flow that met a 2 us period (0.2% of its life) is touched, not tagged; a 10 us
+	// flow inside the same period is tagged.
+	Affected a;
+	a.host["h1"].add(500'000, 502'000);
+	std::vector<FlowSpan> f = {{"h1", "h2", 0, 1'000'000, 1'000'000}, {"h3", "h1", 500'500, 501'500, 8000}};
+	FidelityReport r = tag_flows(f, a, 0, 1'000'000);
+	CHECK(r.touched == std::vector<bool>{true, true});
+	CHECK(r.tagged == std::vector<bool>{false, true});
+	CHECK(r.affected_frac[0] == Approx(0.002));
+	CHECK(r.affected_frac[1] == Approx(1.0));
+}
+
+TEST_CASE("fidelity_verdict__invalid_when_tagged_flows_carry_over_half_the_bytes", "[fidelity]")
+{
+	Affected a;
+	a.all.add(0, 100);
+	// Two flows wholly in the period (600 of 1000 bytes), one outside.
+	std::vector<FlowSpan> f = {{"h1", "h2", 0, 50, 300}, {"h3", "h2", 10, 90, 300}, {"h1", "h3", 200, 300, 400}};
+	FidelityReport r = tag_flows(f, a, 0, 300);
+	CHECK(r.bytes_tagged_frac == Approx(0.6));
+	CHECK_FALSE(fidelity_verdict(r).empty());
+	// Half exactly is still VALID ("fewer than half of its bytes untagged" is INVALID).
+	f[1].bytes = 100;
+	f[2].bytes = 400;
+	r = tag_flows(f, a, 0, 300);
+	CHECK(r.bytes_tagged_frac == Approx(0.5));
+	CHECK(fidelity_verdict(r).empty());
 }

@@ -24,6 +24,11 @@ static_assert(sizeof(struct qn_qdepth_override) == 16, "qn_qdepth_override layou
 static_assert(sizeof(struct qn_pfc_acct) == 24, "qn_pfc_acct layout changed");
 static_assert(sizeof(struct qn_pfc_event) == 16, "qn_pfc_event layout changed");
 static_assert(sizeof(struct qn_qsample) == 24, "qn_qsample layout changed");
+static_assert(sizeof(struct qn_fid_mon) == 256, "qn_fid_mon layout changed");
+static_assert(sizeof(struct qn_fid_port) == 576, "qn_fid_port layout changed");
+static_assert(offsetof(struct qn_fid_port, mon) == 64, "qn_fid_port layout changed");
+static_assert(offsetof(struct qn_fid_port, engine_backlogged) == 16, "qn_fid_port layout changed");
+static_assert(sizeof(struct qn_fid_event) == 24, "qn_fid_event layout changed");
 static_assert(sizeof(struct qn_bth) == QN_BTH_LEN, "qn_bth layout changed");
 static_assert(sizeof(struct qn_aeth) == QN_AETH_LEN, "qn_aeth layout changed");
 static_assert(sizeof(struct qn_qack) == 16, "qn_qack layout changed");

@@ -134,7 +134,7 @@ Status validate_ifindex(uint32_t ifindex, const std::string &expect, const std::
 	return ok_status();
 }
 
-Status fill_and_validate(const Topology &t, int sw, const Dilation &d, int ports_fd, int fib_fd)
+Status fill_and_validate(const Topology &t, int sw, const Dilation &d, int ports_fd, int fib_fd, int fid_fd)
 {
 	const std::string &swname = t.nodes[size_t(sw)].name;
 	for (int pi : t.ports_of(sw)) {
@@ -150,6 +150,14 @@ Status fill_and_validate(const Topology &t, int sw, const Dilation &d, int ports
 		uint32_t key = p.ifindex;
 		if (bpf_map_update_elem(ports_fd, &key, &v, BPF_ANY))
 			return sys_error(errno, "switch " + swname + ": update qn_ports");
+		// The fidelity monitor's clock: wall ps per wire byte at the port's fabric rate
+		// under dilation D (8e12 ps/s x D / rate), and one maximum frame as its credit.
+		qn_fid_port f{};
+		f.ps_per_byte = uint64_t(8e9 * double(d.milli()) / double(l.rate_bps));
+		f.credit_wall_ns = (uint64_t(l.mtu) + QN_ETH_HLEN + QN_WIRE_OVERHEAD) * f.ps_per_byte / 1000;
+		uint32_t pno = uint32_t(p.port_no);
+		if (bpf_map_update_elem(fid_fd, &pno, &f, BPF_ANY))
+			return sys_error(errno, "switch " + swname + ": update qn_fid");
 	}
 	for (const Route &r : t.routes_for(sw)) {
 		qn_fib_key k{};
@@ -280,7 +288,7 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 	QN_TRY(pin_map(skel->maps.qn_orphan_drops, dir));
 	for (bpf_map *m : {skel->maps.qn_swcfg, skel->maps.qn_qstate, skel->maps.qn_buffer, skel->maps.qn_qdepth_override,
 			   skel->maps.qn_dev_port, skel->maps.qn_pfc_acct, skel->maps.qn_pfc_events, skel->maps.qn_qsamples,
-			   skel->maps.qn_recirc})
+			   skel->maps.qn_recirc, skel->maps.qn_fid, skel->maps.qn_fid_events})
 		QN_TRY(pin_map(m, dir));
 	// Run-time configuration: defaults, then the topology's switch settings.
 	const Node &node = t.nodes[size_t(sw)];
@@ -324,7 +332,8 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_recirc), &zero, &rc_ifindex, BPF_ANY))
 			return sys_error(errno, "switch " + node.name + ": write qn_recirc");
 	}
-	QN_TRY(fill_and_validate(t, sw, d, bpf_map__fd(skel->maps.qn_ports), bpf_map__fd(skel->maps.qn_fib)));
+	QN_TRY(fill_and_validate(t, sw, d, bpf_map__fd(skel->maps.qn_ports), bpf_map__fd(skel->maps.qn_fib),
+				 bpf_map__fd(skel->maps.qn_fid)));
 	// Pin the programs too, so `bpftool prog show pinned` and a later re-attach find them.
 	for (auto [prog, name] : {std::pair{skel->progs.qn_tc_ingress, "prog_ingress"},
 				  std::pair{skel->progs.qn_tc_egress, "prog_egress"},

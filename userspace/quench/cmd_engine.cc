@@ -437,10 +437,11 @@ int cmd_gen(int argc, char **argv, int first)
 				sd.push_back(f.slowdown());
 		std::sort(sd.begin(), sd.end());
 		auto sp = [&](double p) { return sd.empty() ? 0.0 : sd[std::min(sd.size() - 1, size_t(p * double(sd.size())))]; };
-		std::printf("fidelity: %llu affected periods, %.2f%% of fabric time; tagged flows %zu/%zu (%.1f%% of bytes); "
-			    "untagged slowdown p50 %.2f p99 %.2f\n",
-			    static_cast<unsigned long long>(fr.periods), 100 * fr.time_affected_frac, fr.flows_tagged,
-			    rep->flows.size(), 100 * fr.bytes_tagged_frac, sp(0.5), sp(0.99));
+		std::printf("fidelity: %llu affected periods, %.2f%% of fabric time; touched flows %zu/%zu (%.1f%% of bytes); "
+			    "tagged flows %zu/%zu (%.1f%% of bytes); untagged slowdown p50 %.2f p99 %.2f\n",
+			    static_cast<unsigned long long>(fr.periods), 100 * fr.time_affected_frac, fr.flows_touched,
+			    rep->flows.size(), 100 * fr.bytes_touched_frac, fr.flows_tagged, rep->flows.size(),
+			    100 * fr.bytes_tagged_frac, sp(0.5), sp(0.99));
 	}
 	for (const auto &qs : e.queue_series()) {
 		std::vector<uint64_t> v;
@@ -487,11 +488,11 @@ int cmd_gen(int argc, char **argv, int first)
 		std::ofstream o(g.out);
 		if (!o)
 			return die("gen: cannot write " + g.out);
-		o << "id,src,dst,size,start_ns,post_ns,fct_ns,done,content_ok,standalone_ns,slowdown,tagged,affected_frac\n";
+		o << "id,src,dst,size,start_ns,post_ns,fct_ns,done,content_ok,standalone_ns,slowdown,tagged,affected_frac,touched\n";
 		for (const auto &f : rep->flows)
 			o << f.spec.id << ',' << f.spec.src << ',' << f.spec.dst << ',' << f.spec.size << ',' << f.spec.start_ns
 			  << ',' << f.post_ns << ',' << f.fct_ns << ',' << (f.done ? 1 : 0) << ',' << (f.content_ok ? 1 : 0)
-			  << ',' << f.standalone_ns << ',' << f.slowdown() << ',' << (f.tagged ? 1 : 0) << ',' << f.affected_frac << '\n';
+			  << ',' << f.standalone_ns << ',' << f.slowdown() << ',' << (f.tagged ? 1 : 0) << ',' << f.affected_frac << ',' << (f.touched ? 1 : 0) << '\n';
 	}
 	return done == flows.size() && bad == 0 && rep->corrupt_msgs == 0 ? 0 : 3;
 }

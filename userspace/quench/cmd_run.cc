@@ -658,7 +658,7 @@ Status write_scheme_files(const Ctx &c, const SchemeResult &s)
 		if (!o)
 			return o.error();
 		// the size bin of every flow: its index in s.bins by size range
-		*o << "scheme,id,src,dst,size,dport,start_ns,fct_ns,standalone_ns,slowdown,done,content_ok,size_bin,tagged,affected_frac\n";
+		*o << "scheme,id,src,dst,size,dport,start_ns,fct_ns,standalone_ns,slowdown,done,content_ok,size_bin,tagged,affected_frac,touched\n";
 		// each completed flow's bin, by the rule the bins were counted with (-1: not completed)
 		std::vector<uint64_t> sizes;
 		for (const auto &f : s.rep.flows)
@@ -671,7 +671,7 @@ Status write_scheme_files(const Ctx &c, const SchemeResult &s)
 			*o << s.scheme << ',' << f.spec.id << ',' << f.spec.src << ',' << f.spec.dst << ',' << f.spec.size << ','
 			   << f.spec.dport << ',' << f.spec.start_ns << ',' << (f.done ? f.fct_ns : 0) << ',' << f.standalone_ns
 			   << ',' << (f.done ? f.slowdown() : 0.0) << ',' << (f.done ? 1 : 0) << ',' << (f.content_ok ? 1 : 0)
-			   << ',' << bin << ',' << (f.tagged ? 1 : 0) << ',' << f.affected_frac << '\n';
+			   << ',' << bin << ',' << (f.tagged ? 1 : 0) << ',' << f.affected_frac << ',' << (f.touched ? 1 : 0) << '\n';
 		}
 	}
 	{
@@ -794,24 +794,29 @@ Status write_summary(Ctx &c, const std::vector<SchemeResult> &rs, const std::str
 	      "frames received by hosts. Peak/p99 queue: the highest over switch ports (samples every "
 	   << human_ns(c.x.queue_interval_ns ? c.x.queue_interval_ns : std::max<uint64_t>(1000, k.base_rtt_min_ns))
 	   << ").\n\n";
-	md << "## Fidelity\n\nPeriods when the emulator was not the fabric it models (event-loop stalls, a host "
-	      "link losing time or sending later than 5% of the base RTT) and the flows whose lifetimes met one "
-	      "(flows.csv `tagged`); slowdowns over all flows and over the untagged ones (docs/experiments.md "
-	      "\"Validity\").\n\n| scheme | affected periods | fabric time affected | tagged flows | bytes tagged | "
-	      "slowdown p50 / p99 (all) | p50 / p99 (untagged) |\n|---|---|---|---|---|---|---|\n";
+	md << "## Fidelity\n\nPeriods when the emulator was not the fabric it models (event-loop stalls; link time "
+	      "lost beyond one frame, measured at the switches on arrival from hosts and at departure from queues) "
+	      "and the flows they touched; a flow is tagged (flows.csv `tagged`) when such periods covered at least "
+	      "1% of its lifetime; slowdowns over all flows and over the untagged ones. A run whose tagged flows "
+	      "carry more than half of its bytes is INVALID (docs/experiments.md \"Validity\").\n\n"
+	      "| scheme | affected periods | fabric time affected | touched flows (bytes) | tagged flows (bytes) | "
+	      "arrivals kept | departures kept | fast windows | slowdown p50 / p99 (all) | p50 / p99 (untagged) |\n"
+	      "|---|---|---|---|---|---|---|---|---|---|\n";
 	for (const auto &s : rs) {
 		const FidelityReport &fr = s.rep.fidelity;
+		const Health &h = s.rep.health;
 		std::vector<double> untagged;
 		for (const auto &f : s.rep.flows)
 			if (f.done && f.standalone_ns && !f.tagged)
 				untagged.push_back(f.slowdown());
 		std::sort(untagged.begin(), untagged.end());
-		char b[96];
-		std::snprintf(b, sizeof(b), "%.2f%%", 100 * fr.time_affected_frac);
-		md << "| " << s.scheme << " | " << fr.periods << " | " << b << " | " << fr.flows_tagged << "/"
-		   << s.rep.flows.size() << " | ";
-		std::snprintf(b, sizeof(b), "%.1f%%", 100 * fr.bytes_tagged_frac);
-		md << b << " | " << f2(percentile(s.sd, 0.5)) << " / " << f2(percentile(s.sd, 0.99)) << " | "
+		char b[256];
+		std::snprintf(b, sizeof(b), "| %s | %llu | %.2f%% | %zu/%zu (%.1f%%) | %zu/%zu (%.1f%%) | %.2f%% | %.2f%% | %.2f%% | ",
+			      s.scheme.c_str(), static_cast<unsigned long long>(fr.periods), 100 * fr.time_affected_frac,
+			      fr.flows_touched, s.rep.flows.size(), 100 * fr.bytes_touched_frac, fr.flows_tagged,
+			      s.rep.flows.size(), 100 * fr.bytes_tagged_frac, 100 * h.sw_arrival_eff,
+			      100 * h.sw_departure_eff, 100 * h.sw_fast_frac);
+		md << b << f2(percentile(s.sd, 0.5)) << " / " << f2(percentile(s.sd, 0.99)) << " | "
 		   << f2(percentile(untagged, 0.5)) << " / " << f2(percentile(untagged, 0.99)) << " |\n";
 	}
 	md << "\n";

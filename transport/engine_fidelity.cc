@@ -1,0 +1,165 @@
+// engine_fidelity.cc - the engine's side of the switches' fidelity monitor
+// (bpf/include/fidmon.h): it maps each switch's qn_fid array, tells the arrival monitor of
+// its host's switch port whether the frames it kicks were due back to back, collects the lost
+// periods the switches post (qn_fid_events) as affected periods in fabric time, and reads the
+// monitors' counters into Health.
+#include "engine.h"
+#include "abi.h"
+#include "switch_loader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace qn::tp {
+
+namespace {
+
+size_t fid_map_len()
+{
+	const size_t page = size_t(sysconf(_SC_PAGESIZE));
+	return (sizeof(qn_fid_port) * QN_MAX_PORTS + page - 1) / page * page;
+}
+
+} // namespace
+
+Status Engine::open_switch_monitors()
+{
+	for (const Node &n : topo_.nodes) {
+		if (n.kind != NodeKind::Switch)
+			continue;
+		auto m = std::make_unique<SwitchMon>();
+		m->name = n.name;
+		m->engine = this;
+		m->peer_host.assign(QN_MAX_PORTS, -1);
+		m->port_name.assign(QN_MAX_PORTS, "");
+		const std::string dir = std::string(kPinRoot) + "/" + topo_.name + "/" + n.name;
+		int fd = bpf_obj_get((dir + "/qn_fid").c_str());
+		if (fd < 0)
+			return sys_error(errno, "open " + dir + "/qn_fid (the switch's fidelity monitor)");
+		m->map_len = fid_map_len();
+		void *mem = mmap(nullptr, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (mem == MAP_FAILED)
+			return sys_error(errno, "mmap " + dir + "/qn_fid");
+		m->ports = static_cast<qn_fid_port *>(mem);
+		int efd = bpf_obj_get((dir + "/qn_fid_events").c_str());
+		if (efd < 0)
+			return sys_error(errno, "open " + dir + "/qn_fid_events");
+		m->rb = ring_buffer__new(efd, on_fid_event, m.get(), nullptr);
+		close(efd);
+		if (!m->rb)
+			return sys_error(errno, "ring buffer on " + dir + "/qn_fid_events");
+		for (int pi : topo_.ports_of(n.id)) {
+			const Port &p = topo_.ports[size_t(pi)];
+			if (p.port_no < 0 || p.port_no >= QN_MAX_PORTS)
+				continue;
+			m->port_name[size_t(p.port_no)] = n.name + "/" + p.ifname;
+			auto it = host_by_name_.find(topo_.nodes[size_t(p.peer_node)].name);
+			if (topo_.nodes[size_t(p.peer_node)].kind == NodeKind::Host && it != host_by_name_.end()) {
+				m->peer_host[size_t(p.port_no)] = int(it->second);
+				hosts_[it->second]->fid = &m->ports[p.port_no];
+			}
+		}
+		swmons_.push_back(std::move(m));
+	}
+	return ok_status();
+}
+
+void Engine::close_switch_monitors()
+{
+	for (auto &h : hosts_)
+		h->fid = nullptr;
+	for (auto &m : swmons_) {
+		if (m->rb)
+			ring_buffer__free(static_cast<ring_buffer *>(m->rb));
+		if (m->ports)
+			munmap(m->ports, m->map_len);
+	}
+	swmons_.clear();
+}
+
+// Health counts from here: drop the lost periods an earlier run left in the rings and take
+// the counters as the base (the monitors run on; nothing is written under the BPF writers).
+void Engine::reset_switch_monitors()
+{
+	poll_switch_monitors();
+	sw_lost_all_.clear();
+	Health h;
+	switch_monitor_health(h, false);
+	sw_base_ = std::move(h.switch_links);
+}
+
+void Engine::poll_switch_monitors()
+{
+	for (auto &m : swmons_)
+		ring_buffer__consume(static_cast<ring_buffer *>(m->rb));
+}
+
+int Engine::on_fid_event(void *ctx, void *data, size_t len)
+{
+	auto *m = static_cast<SwitchMon *>(ctx);
+	if (len < sizeof(qn_fid_event))
+		return 0;
+	qn_fid_event ev;
+	std::memcpy(&ev, data, sizeof(ev));
+	Engine &e = *m->engine;
+	if (ev.port_no >= QN_MAX_PORTS || ev.to_ns <= ev.from_ns)
+		return 0;
+	const uint64_t from = e.clock_.to_fabric(ev.from_ns), to = e.clock_.to_fabric(ev.to_ns);
+	const int h = m->peer_host[ev.port_no];
+	if (h >= 0)
+		e.hosts_[size_t(h)]->affected.add(from, to); // its link, either direction
+	else
+		e.sw_lost_all_.add(from, to); // between switches: any flow may cross it
+	return 0;
+}
+
+void Engine::switch_monitor_health(Health &r, bool since_begin) const
+{
+	const double d = double(clock_.d_milli()) / 1000.0;
+	size_t k = 0;
+	for (const auto &m : swmons_) {
+		for (int i = 0; i < QN_MAX_PORTS; i++) {
+			const qn_fid_port &fp = m->ports[i];
+			for (int dir = 0; dir < 2; dir++, k++) {
+				const qn_fid_mon &mon = fp.mon[dir];
+				auto rd = [](const uint64_t &v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
+				SwitchLink l;
+				l.port = m->port_name[size_t(i)];
+				l.departures = dir == QN_FID_DEPARTURE;
+				l.backlogged_ns = rd(mon.bl_ns);
+				l.lost_ns = rd(mon.lost_ns);
+				l.frames = rd(mon.bl_frames);
+				l.late_frames = rd(mon.late_frames);
+				l.windows = rd(mon.windows);
+				l.fast_windows = rd(mon.fast_windows);
+				l.events_lost = rd(mon.events_lost);
+				if (since_begin && k < sw_base_.size()) {
+					const SwitchLink &b = sw_base_[k];
+					auto sub = [](uint64_t a, uint64_t z) { return a - std::min(a, z); };
+					l.backlogged_ns = sub(l.backlogged_ns, b.backlogged_ns);
+					l.lost_ns = sub(l.lost_ns, b.lost_ns);
+					l.frames = sub(l.frames, b.frames);
+					l.late_frames = sub(l.late_frames, b.late_frames);
+					l.windows = sub(l.windows, b.windows);
+					l.fast_windows = sub(l.fast_windows, b.fast_windows);
+					l.events_lost = sub(l.events_lost, b.events_lost);
+				}
+				if (since_begin) { // fabric ns; links that carried no backlogged frame left out
+					if (!fp.ps_per_byte || !l.frames)
+						continue;
+					l.backlogged_ns = uint64_t(double(l.backlogged_ns) / d);
+					l.lost_ns = uint64_t(double(l.lost_ns) / d);
+				}
+				r.switch_links.push_back(l);
+			}
+		}
+	}
+}
+
+} // namespace qn::tp

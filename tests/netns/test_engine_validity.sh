@@ -5,7 +5,10 @@
 # stalls of milliseconds can invalidate an attempt; that is the check working). If none is
 # VALID, `quench jitter` decides: a machine that stops a bare spinning loop past the stall
 # threshold every other second skips the positive control with that reason; otherwise it fails.
-# A control of the fidelity tagging: the engine stopped for 5 ms during a flow tags it.
+# Controls of the fidelity verdict (docs/experiments.md "Validity"): the engine stopped for 5 ms
+# during a flow tags it; a 5 ms SCHED_FIFO spinner on the CPU of the engine and the switch path
+# it drives makes the switch's arrival monitor lose that time and tags the flow; a CPU hog on
+# both CPUs for a whole run makes it INVALID by the switch's figures.
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "validity thresholds are wall-clock (DESIGN.md §7)"
 
@@ -15,7 +18,7 @@ out=$("$QUENCH" gen "$TOPO_NAME" --pattern incast --senders 3 --size 500KB --dst
 	fail "the D=1 run did not complete: $out"
 echo "$out" | grep -E "^(goodput|validity|  reason)"
 grep -q "^validity: INVALID" <<<"$out" || fail "D=1 was not marked invalid: $out"
-grep -q "link rate\|lateness" <<<"$out" || fail "invalid without a pacing reason: $out"
+grep -q "at the switches\|link rate\|lateness" <<<"$out" || fail "invalid without a pacing reason: $out"
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 
 "$QUENCH" topo up "$topo" --param N=2 --dilation 100 >/dev/null
@@ -36,29 +39,84 @@ if [ "$ok" -ne 1 ]; then
 	skip "the D=1 check passed; the positive control was never VALID in five attempts and $STALLS"
 fi
 # Control of the fidelity tagging: the engine stopped (SIGSTOP) for 5 ms wall in the middle of a
-# long flow. Expect: a stall period, the flow tagged (its lifetime met it), and at least 40 us of
-# fabric time inside its lifetime (the stop is >= 5 ms = 50 us at D=100; the loop may have been
-# asleep for up to 0.1 ms of it, which is not a stall).
-bg stopped "$QUENCH" gen "$TOPO_NAME" --pattern long --size 10MB --dst h1 --senders h2 --out "$WORK/stopped.csv"
+# 3 MB flow (2.4 ms of fabric time at D=100). Expect: an affected period, the flow tagged (the
+# stop's 50 us of fabric time is 2% of its lifetime, above the 1% bound), and at least 40 us of
+# it counted (the loop may have been asleep for up to 0.1 ms of it, which is no stall).
 txp() { ip -n "$(ns h2)" -s link show h2-eth0 | awk '/TX:/ {getline; print $2; exit}'; }
+# Start $1 (a background name) and wait until h2 has sent 300 frames of its flow.
+wait_started() {
+	local t0 i
+	t0=$1
+	for i in $(seq 200); do
+		[ "$(txp)" -gt $((t0 + 300)) ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.01
+	done
+	return 1
+}
+# Check the flow in $1 (flows.csv) is tagged with at least 40 us of its lifetime affected.
+check_tagged() {
+	local tag frac lifetime
+	read -r tag frac <<<"$(awk -F, 'NR == 2 {print $12, $13}' "$1")"
+	lifetime=$(awk -F, 'NR == 2 {print $7}' "$1")
+	echo "$2: flow tagged $tag, affected fraction $frac of its $lifetime ns lifetime"
+	[ "$tag" = 1 ] || fail "$2: the flow is not tagged"
+	awk -v f="$frac" -v l="$lifetime" 'BEGIN {exit !(f * l >= 40000)}' ||
+		fail "$2: less than 40 us of the 50 us of fabric time counted in the flow's lifetime ($frac x $lifetime ns)"
+}
 t0=$(txp)
-for i in $(seq 200); do
-	[ "$(txp)" -gt $((t0 + 1000)) ] && break
-	kill -0 "$PID_stopped" 2>/dev/null || fail "gen ended before it could be stopped: $(cat "$WORK/stopped.out")"
-	sleep 0.05
-done
+bg stopped "$QUENCH" gen "$TOPO_NAME" --pattern long --size 3MB --dst h1 --senders h2 --out "$WORK/stopped.csv"
+wait_started "$t0" "$PID_stopped" || fail "the flow did not start, or ended before it could be stopped: $(cat "$WORK/stopped.out")"
 kill -STOP "$PID_stopped"
 sleep 0.005
 kill -CONT "$PID_stopped"
 wait "$PID_stopped" || fail "the stopped run failed: $(cat "$WORK/stopped.out")"
 grep -E "^(validity|  stalls|fidelity)" "$WORK/stopped.out"
 grep -qE "^fidelity: [1-9][0-9]* affected periods" "$WORK/stopped.out" || fail "the 5 ms stop left no affected period"
-tagged=$(awk -F, 'NR == 2 {print $12, $13}' "$WORK/stopped.csv")
-read -r tag frac <<<"$tagged"
-lifetime=$(awk -F, 'NR == 2 {print $7}' "$WORK/stopped.csv")
-echo "stopped flow: tagged $tag, affected fraction $frac of its $lifetime ns lifetime"
-[ "$tag" = 1 ] || fail "the flow the stop met is not tagged"
-awk -v f="$frac" -v l="$lifetime" 'BEGIN {exit !(f * l >= 40000)}' ||
-	fail "less than 40 us of the stop's 50 us of fabric time counted in the flow's lifetime ($frac x $lifetime ns)"
+check_tagged "$WORK/stopped.csv" "SIGSTOP"
 
-pass "D=1 is invalid (with reasons), D=100 is valid, a 5 ms engine stop tags the flow it met"
+# The spinner: the engine pinned to CPU 0 (its transmit kicks run the switch's ingress and queue
+# there, measured: every NET_RX softirq on the engine's CPU), a SCHED_FIFO loop takes CPU 0 for
+# 5 ms. The switch's arrival monitor must count the lost time (>= 40 us of fabric time on
+# tor-p2, h2's port), and the flow must be tagged. The spin must fall inside the flow: when it
+# did not (the flow ended first), the attempt is inconclusive and is retried, up to three times.
+spun=0
+for i in 1 2 3; do
+	t0=$(txp)
+	bg spin$i taskset -c 0 "$QUENCH" gen "$TOPO_NAME" --pattern long --size 3MB --dst h1 --senders h2 --out "$WORK/spin$i.csv"
+	pid_var=PID_spin$i
+	wait_started "$t0" "${!pid_var}" || { echo "spin attempt $i inconclusive: the flow ended before the spin"; wait "${!pid_var}"; continue; }
+	"$TRAFFIC" spin --seconds 0.005 --cpu 0 --fifo 50
+	running=0
+	kill -0 "${!pid_var}" 2>/dev/null && running=1
+	wait "${!pid_var}" || fail "the spun run failed: $(cat "$WORK/spin$i.out")"
+	if [ "$running" -ne 1 ]; then
+		echo "spin attempt $i inconclusive: the flow ended during the spin"
+		continue
+	fi
+	spun=1
+	break
+done
+[ "$spun" -eq 1 ] || skip "the 5 ms spin never fell inside the flow in three attempts (inconclusive)"
+grep -E "^(validity|  reason|  stalls|  at the switches|    tor/tor-p2 +arrivals|fidelity)" "$WORK/spin$i.out"
+lost=$(awk '$1 == "tor/tor-p2" && $2 == "arrivals" {for (k = 1; k <= NF; k++) if ($k == "lost") print $(k + 1)}' "$WORK/spin$i.out")
+echo "switch arrival monitor, tor-p2: lost ${lost:-none} ns"
+[ -n "$lost" ] && [ "$lost" -ge 40000 ] || fail "the switch's arrival monitor did not count the spin's 50 us (lost ${lost:-none} ns)"
+check_tagged "$WORK/spin$i.csv" "SCHED_FIFO spinner"
+
+# The hog: one SCHED_OTHER busy loop per CPU for the whole run (4 s wall; the flow takes about
+# 0.3 s alone). The run must be INVALID by the switch's figures (links kept < 99% of their time).
+"$TRAFFIC" spin --seconds 4 --cpu 0 >/dev/null &
+hog0=$!
+"$TRAFFIC" spin --seconds 4 --cpu 1 >/dev/null &
+hog1=$!
+out=$("$QUENCH" gen "$TOPO_NAME" --pattern long --size 3MB --dst h1 --senders h2) || fail "the hogged run failed: $out"
+hog_alive=0
+kill -0 "$hog0" 2>/dev/null && kill -0 "$hog1" 2>/dev/null && hog_alive=1
+wait "$hog0" "$hog1"
+grep -E "^(validity|  reason)" <<<"$out"
+[ "$hog_alive" -eq 1 ] || fail "the hogs ended before the run (the run took over 4 s)"
+grep -q "^validity: INVALID" <<<"$out" || fail "a run under a CPU hog on both CPUs was not INVALID: $out"
+grep -q "reason: at the switches" <<<"$out" || fail "the hogged run is INVALID, but not by the switch's figures: $out"
+
+pass "D=1 is invalid (with reasons), D=100 is valid; a 5 ms engine stop and a 5 ms SCHED_FIFO spinner tag the flow they met (the switch counted the spin), a CPU hog on both CPUs makes a run INVALID"

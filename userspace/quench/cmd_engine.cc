@@ -437,11 +437,14 @@ int cmd_gen(int argc, char **argv, int first)
 				sd.push_back(f.slowdown());
 		std::sort(sd.begin(), sd.end());
 		auto sp = [&](double p) { return sd.empty() ? 0.0 : sd[std::min(sd.size() - 1, size_t(p * double(sd.size())))]; };
+		char un[64] = "none untagged";
+		if (!sd.empty())
+			std::snprintf(un, sizeof(un), "p50 %.2f p99 %.2f", sp(0.5), sp(0.99));
 		std::printf("fidelity: %llu affected periods, %.2f%% of fabric time; touched flows %zu/%zu (%.1f%% of bytes); "
-			    "tagged flows %zu/%zu (%.1f%% of bytes); untagged slowdown p50 %.2f p99 %.2f\n",
+			    "tagged flows %zu/%zu (%.1f%% of bytes); untagged slowdown %s\n",
 			    static_cast<unsigned long long>(fr.periods), 100 * fr.time_affected_frac, fr.flows_touched,
 			    rep->flows.size(), 100 * fr.bytes_touched_frac, fr.flows_tagged, rep->flows.size(),
-			    100 * fr.bytes_tagged_frac, sp(0.5), sp(0.99));
+			    100 * fr.bytes_tagged_frac, un);
 	}
 	for (const auto &qs : e.queue_series()) {
 		std::vector<uint64_t> v;

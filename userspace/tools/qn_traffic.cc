@@ -24,6 +24,8 @@
 //       a BTS (UDP 4793; trimmed original headers of a data packet SENDER -> RECEIVER with
 //       DestQP Q and PSN N; RECEIVER defaults to A, the congested receiver) or a CC-postcard
 //       (UDP 4792; flow SENDER -> RECEIVER, DestQP Q, PSN N), outer UDP source port P.
+//   qn_traffic spin --seconds S [--cpu N] [--fifo PRIO]
+//       Busy-loops S seconds (at most 10) pinned to CPU N, at SCHED_FIFO PRIO when given.
 #include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
@@ -33,6 +35,7 @@
 #include <ifaddrs.h>
 #include <linux/if_link.h>
 #include <linux/if_packet.h>
+#include <sched.h>
 #include <set>
 #include <sstream>
 #include <sys/wait.h>
@@ -78,6 +81,8 @@ struct Opts {
 	double linger = 0;       // seconds to keep reading PFC frames after sending
 	int sndbuf = 0;          // SO_SNDBUF override (bytes), 0 = the tool's default
 	int prio = 3;            // pause: priority
+	int cpu = -1;            // spin: the CPU to pin to
+	int fifo = 0;            // spin: SCHED_FIFO priority (0: SCHED_OTHER)
 	int quanta = 65535;      // pause: quanta of the XOFF frame
 	double xon_after_ms = -1; // pause: send XON this long after the XOFF (-1: never)
 	std::string kind;        // signal: bts or postcard
@@ -166,6 +171,10 @@ Opts parse(int argc, char **argv)
 			o.sndbuf = std::stoi(val());
 		else if (a == "--prio")
 			o.prio = std::stoi(val());
+		else if (a == "--cpu")
+			o.cpu = std::stoi(val());
+		else if (a == "--fifo")
+			o.fifo = std::stoi(val());
 		else if (a == "--quanta")
 			o.quanta = std::stoi(val());
 		else if (a == "--xon-after-ms")
@@ -192,7 +201,7 @@ Opts parse(int argc, char **argv)
 		else
 			die("unknown option " + a);
 	}
-	if (o.dev.empty())
+	if (o.dev.empty() && o.cmd != "spin")
 		die("--dev is required");
 	return o;
 }
@@ -627,6 +636,36 @@ int cmd_pause(const Opts &o)
 
 // Back-to-sender signals as a switch sends them (the switch programs build them in BPF; these
 // are the reference encoders of transport/wire.h).
+// Spin for --seconds on --cpu, at SCHED_FIFO --fifo when given: a stall made to order (the
+// hypervisor's pauses, where the tests need one at a known time). Ends itself on the clock, so
+// an equal-priority parent need not preempt it.
+int cmd_spin(const Opts &o)
+{
+	if (o.cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(size_t(o.cpu), &set);
+		if (sched_setaffinity(0, sizeof(set), &set) != 0)
+			die("spin: pin to CPU " + std::to_string(o.cpu) + ": " + std::strerror(errno));
+	}
+	if (o.fifo > 0) {
+		sched_param sp{};
+		sp.sched_priority = o.fifo;
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
+			die("spin: SCHED_FIFO " + std::to_string(o.fifo) + ": " + std::strerror(errno));
+	}
+	if (o.seconds <= 0 || o.seconds > 10)
+		die("spin: --seconds must be in (0, 10]");
+	const auto t0 = std::chrono::steady_clock::now();
+	const auto end = t0 + std::chrono::nanoseconds(int64_t(o.seconds * 1e9));
+	auto t = t0;
+	while (t < end)
+		t = std::chrono::steady_clock::now();
+	std::printf("spun %.3f ms on CPU %d (SCHED_%s)\n", std::chrono::duration<double, std::milli>(t - t0).count(),
+		    sched_getcpu(), o.fifo > 0 ? "FIFO" : "OTHER");
+	return 0;
+}
+
 int cmd_signal(const Opts &o)
 {
 	if (o.kind != "bts" && o.kind != "postcard")
@@ -702,6 +741,8 @@ int main(int argc, char **argv)
 		return cmd_pause(o);
 	if (o.cmd == "signal")
 		return cmd_signal(o);
+	if (o.cmd == "spin")
+		return cmd_spin(o);
 	if (o.cmd == "spike")
 		return cmd_spike(o, o.count ? int(o.count) : 10);
 	die("unknown command " + o.cmd);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # netns: the bottleneck's egress rate (wire bits: frame + 24 B, as HTB charges) is within 2% of
-# the configured rate at 1 and 8 Gbit/s, with two AF_PACKET senders that offer more than the
+# the configured rate at 1 and 8 Gbit/s (or the highest of 6, 5, 4 the senders exceed), with two AF_PACKET senders that offer more than the
 # bottleneck and are not limited by a socket buffer (QDISC_BYPASS, 8 MB send buffers).
 # 16 KB frames (veth allows MTUs up to 65535) keep the packet rate (62 kpps at 8 Gbit/s) well
 # within what 2 cores forward through two switches with the full pipeline; hosts then run
@@ -78,21 +78,30 @@ check_rate() {
 	"$QUENCH" topo down "$topo"
 }
 
-# Up to 4 attempts per rate; only attempts whose preconditions held count (a conclusive attempt
-# that misses fails the test at once). Inconclusive attempts are counted and printed; four in a
-# row make the test inconclusive (skipped with the reasons), never failed.
-for g in 1 8; do
+# Up to 4 attempts per case; only attempts whose preconditions held count (a conclusive attempt
+# that misses fails the test at once). An attempt whose senders could not keep the shaper busy
+# is retried at a lower wall rate (a larger D for the same fabric rate: 8, 6, 5, then 4 Gbit/s;
+# the high case measures HTB at the highest of these this machine's senders exceed), one lost
+# to steal at the same rate. Inconclusive attempts are counted and printed; four in a row make
+# the test inconclusive (skipped with the reasons), never failed.
+measured=""
+for case in low high; do
+	if [ "$case" = low ]; then rates=(1 1 1 1); else rates=(8 6 5 4); fi
 	ok=""
 	reasons=""
+	k=0
 	for attempt in 1 2 3 4; do
+		g=${rates[$k]}
 		rc=0
 		WHY=""
 		check_rate "$g" || rc=$?
 		if [ $rc -eq 0 ]; then ok=1; break; fi
 		echo "attempt $attempt at $g Gbit/s inconclusive: $WHY; retrying"
-		reasons="${reasons:+$reasons; }$WHY"
+		reasons="${reasons:+$reasons; }$g Gbit/s: $WHY"
+		case "$WHY" in *"senders, not the shaper"*) k=$((k + 1)) ;; esac
 	done
-	[ "$attempt" -eq 1 ] || echo "$g Gbit/s: $((attempt - ${ok:-0})) inconclusive attempt(s) before $([ -n "$ok" ] && echo "a conclusive one" || echo "giving up")"
-	[ -n "$ok" ] || skip "inconclusive at $g Gbit/s: no attempt of 4 could measure the shaper ($reasons)"
+	[ "$attempt" -eq 1 ] || echo "$case rate: $((attempt - ${ok:-0})) inconclusive attempt(s) before $([ -n "$ok" ] && echo "a conclusive one at $g Gbit/s" || echo "giving up")"
+	[ -n "$ok" ] || skip "inconclusive ($case rate): no attempt of 4 could measure the shaper ($reasons)"
+	measured="${measured:+$measured and }$g"
 done
-pass "HTB bottleneck within 2% of 1 and 8 Gbit/s"
+pass "HTB bottleneck within 2% of $measured Gbit/s"

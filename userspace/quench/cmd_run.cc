@@ -876,7 +876,8 @@ Status write_summary(Ctx &c, const std::vector<SchemeResult> &rs, const std::str
 	// machine-readable summary: `quench compare` reads it
 	std::ofstream cs(c.out / "summary.csv");
 	cs << "scheme,valid,flows,done,goodput_gbps,fct_p50_ns,fct_p99_ns,slowdown_p50,slowdown_p95,slowdown_p99,"
-	      "queue_peak_bytes,queue_p99_bytes,cnps,pauses,drops,ecn_marks,retransmitted,flow_hash\n";
+	      "queue_peak_bytes,queue_p99_bytes,cnps,pauses,drops,ecn_marks,retransmitted,dilation,bytes_tagged_frac,"
+	      "bytes_touched_frac,time_affected_frac,arrivals_kept,departures_kept,fast_windows_frac,flow_hash\n";
 	for (const auto &s : rs) {
 		uint64_t peak = s.ports.empty() ? 0 : s.ports.front().st.max, p99 = 0;
 		for (const auto &p : s.ports)
@@ -887,7 +888,11 @@ Status write_summary(Ctx &c, const std::vector<SchemeResult> &rs, const std::str
 		   << f2(s.goodput_gbps, "%.4f") << ',' << percentile(s.fct, 0.5) << ',' << percentile(s.fct, 0.99) << ','
 		   << f2(percentile(s.sd, 0.5), "%.4f") << ',' << f2(percentile(s.sd, 0.95), "%.4f") << ','
 		   << f2(percentile(s.sd, 0.99), "%.4f") << ',' << peak << ',' << p99 << ',' << s.cnp_rx << ',' << s.pause_rx
-		   << ',' << s.drops << ',' << s.ecn_marked << ',' << s.rep.retx_pkts << ',' << h << '\n';
+		   << ',' << s.drops << ',' << s.ecn_marked << ',' << s.rep.retx_pkts << ',' << f2(s.d, "%.3f") << ','
+		   << f2(s.rep.fidelity.bytes_tagged_frac, "%.5f") << ',' << f2(s.rep.fidelity.bytes_touched_frac, "%.5f")
+		   << ',' << f2(s.rep.fidelity.time_affected_frac, "%.6f") << ',' << f2(s.rep.health.sw_arrival_eff, "%.5f")
+		   << ',' << f2(s.rep.health.sw_departure_eff, "%.5f") << ',' << f2(s.rep.health.sw_fast_frac, "%.5f") << ','
+		   << h << '\n';
 	}
 	std::ofstream bs(c.out / "bins.csv");
 	bs << "scheme,bin,min_size,max_size,flows,slowdown_p50,slowdown_p95,slowdown_p99\n";

@@ -72,8 +72,11 @@ Status Engine::open_switch_monitors()
 
 void Engine::close_switch_monitors()
 {
-	for (auto &h : hosts_)
+	for (auto &h : hosts_) { // no kick of ours is in flight any more
+		if (h->fid)
+			__atomic_store_n(&h->fid->engine_backlogged, 0u, __ATOMIC_RELAXED);
 		h->fid = nullptr;
+	}
 	for (auto &m : swmons_) {
 		if (m->rb)
 			ring_buffer__free(static_cast<ring_buffer *>(m->rb));

@@ -8,7 +8,8 @@
 # switch drops nothing, PAUSE frames are seen and nothing is retransmitted. The same incast (paper parameters) at D and 2D
 # gives the same fabric-time FCTs, queue p99 and convergence time within 10% (medians of three
 # VALID runs). Two flows on the dumbbell converge to a fair share (Jain >= 0.95, time reported).
-# Only VALID runs are results: when a check has no VALID run and `quench jitter` shows this
+# Only VALID runs are results: an INVALID incast attempt is retried at 1.5 x D, up to three
+# times (how often is printed); when a check has no VALID run and `quench jitter` shows this
 # machine itself (every CPU busy) stopping a spinning loop past the stall threshold every other
 # second or more, that check is skipped with the measurement, after every other check passed;
 # on a quiet machine it fails.
@@ -44,28 +45,46 @@ echo "NP on: CNPs sent $cnp, lowest rate $low bit/s"
 #    off) vs DCQCN with the spec's parameters for this fabric (dcqcn.md §4 "Scaling for emulator",
 #    what `quench run` derives, unit [experiment]: Kmin 2 MTU = 4096 B, Kmax 50 KB, Pmax 1%,
 #    R_AI 10, R_HAI 50, R_min 25 Mbit/s, B 2.5 MB; N 50 us and T = tau' 55 us as the paper) and
-#    RED decided at dequeue (common.md §3). Results only from VALID runs (up to four attempts).
+#    RED decided at dequeue (common.md §3). Results only from VALID runs (up to four attempts, D
+#    raised 1.5x after each INVALID one).
 q="--queues tor:tor-p1 --queue-interval 5us"
 derived="--cc-set rai=10Mbps --cc-set rhai=50Mbps --cc-set rmin=25Mbps --cc-set b=2500000"
 ce_sw() { "$QUENCH" switch stats "$TOPO_NAME/tor" | awk '$1 == "tor-p1" && $2 == "ecn:" {sub("ce=", "", $4); print $4}'; }
-valid_run() { # NAME COMMAND...: up to four attempts for a VALID run; the last output in $NAME
-	local name=$1 attempt out
-	shift
+# valid_run NAME SETTINGS COMMAND...: up to four attempts for a VALID run; the last output in
+# $NAME. An INVALID attempt is retried at 1.5 x the D of the one before (the topology is brought
+# up again at that D and the switch SETTINGS applied again; everything checked is in fabric time,
+# which D does not change), as `quench run` retries a CPU-bound attempt; how many attempts it took
+# is printed. The topology is left at D with SETTINGS applied.
+valid_run() {
+	local name=$1 settings=$2 attempt out d=$D
+	shift 2
+	"$QUENCH" switch set "$TOPO_NAME/tor" $settings >/dev/null
 	for attempt in 1 2 3 4; do
 		out=$("$@") || fail "$name: $out"
 		printf -v "$name" '%s' "$out"
-		echo "$name attempt $attempt: $(grep -E '^validity' <<<"$out")"
+		echo "$name attempt $attempt at D=$d: $(grep -E '^validity' <<<"$out")"
 		grep -E "^  reason:" <<<"$out" || true
-		grep -q "^validity: VALID" <<<"$out" && return 0
+		grep -q "^validity: VALID" <<<"$out" && break
+		[ "$attempt" -lt 4 ] || break
+		d=$(((d * 3 / 2 + 9) / 10 * 10))
+		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+		"$QUENCH" topo up "$topo" --param N=9 --dilation "$d" >/dev/null
+		"$QUENCH" switch set "$TOPO_NAME/tor" $settings >/dev/null
 	done
-	return 1
+	echo "$name: $((attempt - 1)) INVALID attempt(s) before $(grep -q '^validity: VALID' <<<"$out" && echo "a VALID one at D=$d" || echo "giving up at D=$d")"
+	if [ "$d" != "$D" ]; then
+		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+		"$QUENCH" topo up "$topo" --param N=9 --dilation "$D" >/dev/null
+		"$QUENCH" switch set "$TOPO_NAME/tor" $settings >/dev/null
+	fi
+	grep -q "^validity: VALID" <<<"$out"
 }
 unchecked=""
-"$QUENCH" switch set "$TOPO_NAME/tor" pfc=off >/dev/null
 # (no CC: 8 x 1 MB; its queue reaches the buffer's limit within a few ms and stays there, and
 # longer flows only lengthen a run of drops and go-back-N retransmissions)
-valid_run none gen --pattern long --senders 8 --size 1MB --dst h1 --cc none $q || unchecked="no-CC incast"
-"$QUENCH" switch set "$TOPO_NAME/tor" pfc=on ecn_at=dequeue kmin=4096 kmax=50000 pmax=0.01 >/dev/null
+valid_run none pfc=off gen --pattern long --senders 8 --size 1MB --dst h1 --cc none $q || unchecked="no-CC incast"
+dq="pfc=on ecn_at=dequeue kmin=4096 kmax=50000 pmax=0.01"
+"$QUENCH" switch set "$TOPO_NAME/tor" $dq >/dev/null
 # Every mark the port decides at dequeue reaches the receiver (h1's XDP applies it): exact counts
 # (PFC on: nothing is dropped between the port and the receiver).
 ce0=$(ce_sw)
@@ -75,7 +94,7 @@ ce_rx=$(hostsum "$out" ce_rx)
 echo "dequeue marks: tor-p1 decided $ce_dq, the receiver saw $ce_rx CE packets"
 [ "$ce_dq" -gt 0 ] || fail "the port decided no mark at dequeue"
 [ "$ce_rx" -eq "$ce_dq" ] || fail "the port decided $ce_dq marks at dequeue, the receiver saw $ce_rx ($(grep -E '^host|^validity' <<<"$out"))"
-valid_run dcqcn gen --pattern long --senders 8 --size 5MB --dst h1 --cc dcqcn $derived $q --trace 8 \
+valid_run dcqcn "$dq" gen --pattern long --senders 8 --size 5MB --dst h1 --cc dcqcn $derived $q --trace 8 \
 	--trace-out "$WORK/incast.csv" --out "$WORK/incast-flows.csv" || unchecked="${unchecked:+$unchecked, }DCQCN incast"
 for v in none dcqcn; do
 	echo "$v: $(grep -E '^queue' <<<"${!v}") | $(grep -E '^validity' <<<"${!v}") | CNPs $(hostsum "${!v}" cnp_tx)"
@@ -98,8 +117,8 @@ if [ -z "$unchecked" ]; then
 	awk -v m="$mean" -v r="$mmean" 'BEGIN {d = (m - r) / r; if (d < 0) d = -d; exit !(d <= 0.05)}' ||
 		fail "goodput after 5 ms $mean Gbit/s is more than 5% from the reference model's $mmean Gbit/s"
 else
-	machine_stalls "$dcqcn" || fail "no VALID run of: $unchecked, in four attempts on a quiet machine ($STALLS)"
-	unchecked="incast queues and goodput not checked: no VALID run of $unchecked in four attempts; $STALLS"
+	machine_stalls "$dcqcn" || fail "no VALID run of: $unchecked, in four attempts (D raised 1.5x after each) on a quiet machine ($STALLS)"
+	unchecked="incast queues and goodput not checked (inconclusive): no VALID run of $unchecked in four attempts (D raised 1.5x after each); $STALLS"
 fi
 
 # 3. PFC only: lossless, PAUSE frames seen, no retransmission.

@@ -38,6 +38,7 @@ out=$(gen --pattern pingpong --count 50 --size 1000 --dst h1 --senders h2) || fa
 #     run (no stall: the limiter does not catch up after one) it reaches it. Up to 3 attempts
 #     for a valid one; the upper bound is checked on every attempt.
 valid_rate=""
+unchecked=""
 for i in 1 2 3; do
 	out=$(gen --pattern long --size 4MB --dst h1 --senders h2 --qp-rate 2Gbps) || fail "rate-limited flow: $out"
 	gp=$(sed -n 's/^goodput \([0-9.]*\) Gbit.*/\1/p' <<<"$out")
@@ -53,8 +54,12 @@ done
 if [ -n "$valid_rate" ]; then
 	awk -v g="$valid_rate" 'BEGIN { exit !(g >= 1.925 * 0.9) }' ||
 		fail "rate-limited QP reached only $valid_rate Gbit/s in a valid run (expected >= 1.73)"
+elif [ -n "${QN_IN_VM:-}" ]; then
+	echo "no VALID attempt under emulation: the lower bound is not asserted there (DESIGN.md §7)"
 else
-	echo "no valid attempt (hypervisor stalls): the lower bound was not checked"
+	# inconclusive, not failed: reported (as a skip) after every other check has run
+	unchecked="the 2 Gbit/s QP limit's lower bound not checked (inconclusive): no VALID run in 3 attempts"
+	echo "$unchecked"
 fi
 
 # 3. injected loss at the switch: recovered, nothing corrupted.
@@ -108,4 +113,5 @@ echo "h2->h1 over an MTU 1500 link: $pk distinct data packets for 2 x 500 KB (ex
 if grep -q "veth drops" <<<"$(grep reason <<<"$out")"; then fail "veth drops on the MTU 1500 path: $out"; fi
 out=$(gen --pattern incast --senders h3 --size 500KB --count 2 --dst h2) || fail "MTU 1500 into h2: $out"
 grep -q "flows done 2/2, content errors 0, corrupt messages 0" <<<"$out" || fail "MTU 1500 into h2: $out"
+[ -z "$unchecked" ] || skip "every other check passed; $unchecked"
 pass "messages delivered exactly (content-checked), malformed frames dropped, 1% loss recovered (GBN ${retx[gbn]} vs SR ${retx[sr]} retransmissions)"

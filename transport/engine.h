@@ -338,6 +338,7 @@ private:
 		uint64_t limit_bps = 0;      // static limit (QpOptions::rate_bps, set_rate); 0 = none
 		uint32_t mtu = QN_DEFAULT_MTU; // the path MTU its segments fit
 		uint64_t next_ok_ns = 0;
+		uint32_t last_wire = 0;      // the last data packet's wire bytes (its gap is re-paced)
 		bool scheduled = false;      // in its host's active list or wheel
 		uint32_t sched_gen = 0;      // bumped when its scheduler entry is replaced
 		uint64_t pause_until = 0;    // flow control: sends nothing before this (fabric ns)

@@ -87,7 +87,23 @@ void Engine::apply_cc(Qp &q, uint64_t now)
 	// A rate at or above the link is the link's (no limiter of its own).
 	const uint64_t link = hosts_[q.host]->link_bps;
 	const uint64_t rate = q.limit_bps ? std::min(q.limit_bps, o.rate_bps) : o.rate_bps;
+	const uint64_t old_rate = q.rate_bps;
 	q.rate_bps = rate >= link ? 0 : rate;
+	if (q.rate_bps != old_rate && q.next_ok_ns > now && q.last_wire) {
+		// A packet waiting for the gap the last one left at the old rate waits the gap at the
+		// new rate instead: the next send time moves by the difference, as a NIC's rate
+		// limiter does (and the ns-3 RDMA simulator's RdmaHw::ChangeRate). Without it a QP
+		// whose last packet left at R_min waits that gap (16.7 ms for 2 KB at 1 Mbit/s)
+		// however soon its rate recovers (docs/cc.md "Model against emulator").
+		const uint64_t old_gap = serialization_ns(q.last_wire, old_rate);
+		const uint64_t new_gap = serialization_ns(q.last_wire, q.rate_bps);
+		q.next_ok_ns = q.next_ok_ns + new_gap > old_gap ? q.next_ok_ns + new_gap - old_gap : 0;
+		if (q.scheduled) {
+			q.sched_gen++;
+			q.scheduled = false;
+		}
+		schedule(q, now);
+	}
 	if (o.window_bytes != q.snd.config().window_bytes) {
 		q.snd.set_window(o.window_bytes);
 		schedule(q, now);
@@ -209,6 +225,7 @@ void Engine::pump(Host &h, uint64_t now)
 			q->next_ok_ns = TxScheduler<SchedRef>::next_ok(std::min(q->next_ok_ns, now), now, wire_bytes(len),
 								   q->rate_bps, h.link_bps,
 								   wire_bytes(q->mtu + QN_ETH_HLEN));
+			q->last_wire = uint32_t(wire_bytes(len));
 			schedule(*q, now);
 		}
 		uint64_t wb = wire_bytes(len);

@@ -561,3 +561,58 @@ TEST_CASE("engine__np_timer_armed_by_a_data_packet_fires_on_time", "[engine]")
 	}
 	CHECK(psns == std::vector<uint32_t>{0, 1}); // each names the marked packet behind it
 }
+
+TEST_CASE("engine__rate_change_repaces_the_waiting_packet", "[engine]")
+{
+	// A start policy that starts the QP at 10 Mbit/s (a full frame's gap: 1.67 ms at that
+	// rate) and sets the line rate at 20 us, while the second frame waits for the first one's
+	// gap. Expect: the second frame leaves at 20 us (the gap at the new rate has passed), not
+	// 1.67 ms after the first, as a NIC's rate limiter does (the ns-3 RDMA simulator rescales
+	// the pending gap on every rate change). And the other way: a QP at a quarter of the line
+	// cut to a 40th at 1 us, mid-gap, waits the gap at the new rate from its last frame.
+	struct StepAt final : StartPolicy {
+		uint64_t first, then, at;
+		bool done = false;
+		StepAt(uint64_t f, uint64_t t, uint64_t a) : first(f), then(t), at(a) {}
+		std::string name() const override { return "step"; }
+		uint64_t initial_rate(uint64_t) const override { return first; }
+		void on_timer(uint64_t now, Algorithm &a) override
+		{
+			if (!done && now >= at) {
+				done = true;
+				a.set_rate(now, then);
+			}
+		}
+		uint64_t next_timer() const override { return done ? UINT64_MAX : at; }
+	};
+	auto run = [](uint64_t first, uint64_t then, uint64_t at) {
+		Rig r(2);
+		QpOptions o = composed([=] { return std::make_unique<StepAt>(first, then, at); },
+				       [] { return std::make_unique<NoFlowControl>(); });
+		auto q = r.e->connect("h1", "h2", o);
+		REQUIRE(q.ok());
+		r.e->post(*q, Message{1, 100'000, nullptr});
+		r.run_to(200'000);
+		std::vector<uint64_t> t;
+		for (const Sent *s : frames_of(r, "h1", qpn_to_sport(r.e->qpn(*q)), 0, 200'000))
+			t.push_back(s->t);
+		return t;
+	};
+	// 10 Mbit/s, then the line rate at 20 us
+	auto up = run(10'000'000, kLine, 20'000);
+	REQUIRE(up.size() >= 3);
+	CHECK(up[0] < kSerNs);
+	CHECK(up[1] >= 20'000);
+	CHECK(up[1] <= 20'000 + kSerNs);
+	CHECK(up[2] - up[1] <= kSerNs); // back to back from then on
+	// a quarter of the line, then a 40th at 1 us: the frame after the cut waits 40 frame
+	// times from the last one (within one frame: the limiter's burst credit)
+	auto down = run(kLine / 4, kLine / 40, 1'000);
+	REQUIRE(down.size() >= 4);
+	size_t k = 0;
+	while (k + 1 < down.size() && down[k + 1] < 1'000)
+		k++;
+	const uint64_t gap = down[k + 1] - down[k];
+	CHECK(double(gap) >= 39.0 * double(kSerNs));
+	CHECK(double(gap) <= 41.0 * double(kSerNs));
+}

@@ -45,6 +45,9 @@ struct Sender {
 	uint64_t timer_at = UINT64_MAX;   // the Timer event in the queue
 	uint64_t np_timer_at = UINT64_MAX;
 	bool tx_pending = false, done_sending = false;
+	uint64_t tx_at = 0;           // the pending Tx event's time (others in the queue are stale)
+	uint64_t paced_rate = 0;      // the rate the last packet's gap was computed at
+	uint32_t last_wire = 0;       // the last packet's bytes on the wire
 	uint64_t last_rate = 0;
 };
 
@@ -79,12 +82,15 @@ public:
 			Sender &x = s_[size_t(i)];
 			x.parts = std::move(*p);
 			x.start_ns = uint64_t(i) * c_.stagger_ns;
+			if (c_.jitter_ns)
+				x.start_ns += std::uniform_int_distribution<uint64_t>(0, c_.jitter_ns - 1)(rng_);
 			x.next_ok = x.link_free = x.start_ns;
 			x.parts.controller->start(x.start_ns);
 			if (c_.flow_bytes)
 				x.parts.controller->on_message(MessageStart{x.start_ns, 0, c_.flow_bytes});
 			push(x.start_ns, Kind::Tx, i);
 			x.tx_pending = true;
+			x.tx_at = x.start_ns;
 		}
 		r_.describe = s_[0].parts.describe;
 		r_.done_ns.assign(size_t(c_.senders), 0);
@@ -156,7 +162,38 @@ private:
 		if (w && x.sent - x.acked + c_.payload_bytes > w)
 			return; // an ACK reschedules
 		x.tx_pending = true;
-		push(std::max({now, x.next_ok, x.link_free}), Kind::Tx, i);
+		x.tx_at = std::max({now, x.next_ok, x.link_free});
+		push(x.tx_at, Kind::Tx, i);
+	}
+
+	// The gap a packet of `wire` bytes leaves behind it at `rate` (at or above the line rate:
+	// its serialization on the own link).
+	uint64_t gap_ns(uint32_t wire, uint64_t rate) const
+	{
+		return serialization_ns(wire, std::min(rate, c_.line_rate_bps));
+	}
+
+	// After the controller changed sender i's rate: a packet waiting for the gap the last one
+	// left at the old rate waits the gap at the new rate instead (the next send time moves by
+	// the difference), as a NIC's rate limiter does and as the ns-3 RDMA simulator's
+	// RdmaHw::ChangeRate does. Without it, a sender whose last packet left at R_min waits that
+	// packet's gap (16.7 ms for a 2 KB frame at 1 Mbit/s) however soon its rate recovers.
+	void repace(int i, uint64_t now)
+	{
+		Sender &x = s_[size_t(i)];
+		const uint64_t rate = ctl(i).output().rate_bps;
+		if (rate == x.paced_rate || !x.last_wire)
+			return;
+		const uint64_t old_gap = gap_ns(x.last_wire, x.paced_rate), new_gap = gap_ns(x.last_wire, rate);
+		x.paced_rate = rate;
+		x.next_ok = x.next_ok + new_gap > old_gap ? x.next_ok + new_gap - old_gap : 0;
+		if (!x.tx_pending)
+			return;
+		const uint64_t at = std::max({now, x.next_ok, x.link_free});
+		if (at != x.tx_at) {
+			x.tx_at = at;
+			push(at, Kind::Tx, i);
+		}
 	}
 
 	void send(int i, uint64_t now)
@@ -181,6 +218,8 @@ private:
 		ctl(i).on_tx(tp);
 		uint64_t rate = ctl(i).output().rate_bps;
 		x.next_ok = rate >= c_.line_rate_bps ? x.link_free : now + serialization_ns(frame + c_.wire_overhead, rate);
+		x.paced_rate = rate;
+		x.last_wire = frame + c_.wire_overhead;
 		r_.data_packets++;
 		pending_.push_back(Packet{i, frame, payload, false});
 		push(start + ser + c_.hop_delay_ns, Kind::Arrive, i);
@@ -220,6 +259,8 @@ private:
 	{
 		switch (e.kind) {
 		case Kind::Tx:
+			if (!s_[size_t(e.who)].tx_pending || e.t != s_[size_t(e.who)].tx_at)
+				break; // superseded by repace()
 			send(e.who, e.t);
 			break;
 		case Kind::Timer: {
@@ -230,6 +271,7 @@ private:
 			ctl(e.who).on_timer(e.t);
 			trace(e.who, e.t);
 			arm_timer(e.who);
+			repace(e.who, e.t);
 			schedule_tx(e.who, e.t);
 			break;
 		}
@@ -293,6 +335,7 @@ private:
 			ctl(e.who).on_cnp(CnpEvent{e.t, 0, {}});
 			trace(e.who, e.t);
 			arm_timer(e.who);
+			repace(e.who, e.t);
 			schedule_tx(e.who, e.t);
 			break;
 		case Kind::Ack: {
@@ -302,6 +345,7 @@ private:
 				r_.fct_ns[size_t(e.who)] = e.t - x.start_ns;
 			ctl(e.who).on_ack(AckSample{e.t, e.payload, uint16_t(0), false, std::nullopt, false});
 			arm_timer(e.who);
+			repace(e.who, e.t);
 			schedule_tx(e.who, e.t);
 			break;
 		}

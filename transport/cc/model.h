@@ -31,6 +31,7 @@ struct ModelConfig {
 	uint32_t cnp_frame_bytes = 78;       // a CNP frame (60 B IP packet + headers)
 	uint64_t flow_bytes = 0;             // per sender; 0 = send for the whole duration
 	uint64_t stagger_ns = 0;             // sender i starts at i x stagger
+	uint64_t jitter_ns = 0;              // ... plus a uniform random offset in [0, jitter) (seeded)
 	uint64_t duration_ns = 20'000'000;
 	// The switch's marking (switch settings of the scheme, quench switch set).
 	bool ecn = true;

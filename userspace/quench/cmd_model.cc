@@ -92,6 +92,8 @@ int cmd_model(int argc, char **argv, int first)
 			size(c.flow_bytes);
 		} else if (s == "--stagger") {
 			time(c.stagger_ns);
+		} else if (s == "--jitter") {
+			time(c.jitter_ns);
 		} else if (s == "--duration") {
 			time(c.duration_ns);
 		} else if (s == "--from") {

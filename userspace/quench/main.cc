@@ -56,7 +56,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
   compare RUN_A RUN_B                               two results folders side by side as ratios
   jitter [--seconds S] [--gap-us G] [--threads N]   how often this machine stops a spinning loop
                                                     for more than G us (preemption, steal)
-  model [--senders N] [--rate R] [--delay T] [--mtu M] [--size B] [--stagger T]
+  model [--senders N] [--rate R] [--delay T] [--mtu M] [--size B] [--stagger T] [--jitter T]
         [--duration T] [--from T] [--window T] [--cc SCHEME] [--cc-params SET] [--cc-set K=V]...
         [--derived] [--kmin B --kmax B --pmax P] [--enqueue|--dequeue] [--no-np] [--seed S]
         [--trace N --trace-out CSV] [--queue-out CSV] [--windows-out CSV]

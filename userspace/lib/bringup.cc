@@ -481,10 +481,15 @@ Result<Dilation> running_dilation(const std::string &name)
 	return Dilation::make(d);
 }
 
-Result<std::string> topo_show()
+Result<std::string> topo_show(const std::string &only)
 {
 	std::ostringstream o;
 	auto names = running_topologies();
+	if (!only.empty()) {
+		if (std::find(names.begin(), names.end(), only) == names.end())
+			return make_error("no running topology named '" + only + "' (quench topo show lists them)");
+		names = {only};
+	}
 	if (names.empty())
 		o << "no topology is up\n";
 	for (const auto &n : names) {

@@ -58,7 +58,7 @@ Status topo_up(const Topology &t, const UpOptions &o);
 Status topo_down(const std::string &name);
 Status topo_down_all();
 // Return: every running topology, described.
-Result<std::string> topo_show();
+Result<std::string> topo_show(const std::string &only = "");
 
 // Load the state of a running topology (the one `up` wrote). Return: error if it is not up.
 Result<Topology> load_running(const std::string &name);

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,9 +33,9 @@ const char *kUsage = R"(usage: quench COMMAND ...
   topo up FILE [--param K=V]... [--name NAME] [--dilation D] [--no-steering]
                  [--no-cables]                      (delayed switch links become plain veths)
                                                     bring a topology up (idempotent)
-  topo down FILE [--name NAME] | --name NAME | --all
+  topo down FILE [--name NAME] | NAME | --name NAME | --all
                                                     remove what `topo up` made
-  topo show                                         running topologies, ports, addresses
+  topo show [NAME]                                  running topologies (or NAME), ports, addresses
   switch stats [TOPO/SWITCH|SWITCH] [--watch [SECONDS]]
                                                     per-port counters and queues from the pinned maps
   switch set TOPO/SWITCH|SWITCH KEY=VALUE...        change buffer, admission, alpha, ecn, kmin, kmax,
@@ -200,7 +202,9 @@ int cmd_topo(const Args &a)
 		return fail("topo needs a subcommand (check, up, down, show)");
 	const std::string &sub = a.pos[1];
 	if (sub == "show") {
-		auto s = qn::topo_show();
+		if (a.pos.size() > 3)
+			return fail("topo show takes at most one NAME");
+		auto s = qn::topo_show(a.pos.size() == 3 ? a.pos[2] : a.name);
 		if (!s)
 			return fail(s.error().to_string());
 		std::fputs(s->c_str(), stdout);
@@ -212,6 +216,14 @@ int cmd_topo(const Args &a)
 	}
 	if (sub == "down" && a.pos.size() == 2 && !a.name.empty()) {
 		auto s = qn::topo_down(a.name);
+		return s.ok() ? 0 : fail(s.error().to_string());
+	}
+	// `topo down NAME`: a running topology's name (a path that exists is a FILE, below)
+	if (sub == "down" && a.pos.size() == 3 && !std::filesystem::exists(a.pos[2])) {
+		auto names = qn::running_topologies();
+		if (std::find(names.begin(), names.end(), a.pos[2]) == names.end())
+			return fail("topo down: '" + a.pos[2] + "' is neither a file nor a running topology");
+		auto s = qn::topo_down(a.pos[2]);
 		return s.ok() ? 0 : fail(s.error().to_string());
 	}
 	if (a.pos.size() != 3)

@@ -21,9 +21,11 @@ namespace qn::tp {
 
 std::pair<uint64_t, uint64_t> default_rto_ns(const std::string &scheme)
 {
-	if (cc::wants_pfc(scheme))
-		return {67'108'864, 67'108'864}; // 4.096 us x 2^14
-	return {100'000, 320'000};
+	// The scheme's descriptor says (its loss mode); an unknown name fails later, in cc::make().
+	auto s = cc::scheme(scheme);
+	if (!s)
+		return {100'000, 320'000};
+	return {s->rto_low_ns, s->rto_high_ns};
 }
 
 Engine::Engine(const Topology &t, const Dilation &d, const EngineOptions &o)

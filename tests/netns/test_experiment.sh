@@ -103,14 +103,27 @@ out=$("$QUENCH" run "$WORK/tiny.exp" --name "$TOPO_NAME" --out "$WORK/d" --quiet
 	--schemes none) || fail "adaptive run: $out"
 grep -E "attempt [0-9]+ at D=" "$WORK/d/summary.md" | cut -c1-160
 grep -q "attempt 1 at D=1: " "$WORK/d/summary.md" || fail "no CPU-bound attempt at D=1 recorded: $(grep -A3 '^- none' "$WORK/d/summary.md")"
-dfinal=$(awk -F'|' '$2 ~ /^ none / {gsub(/ /, "", $4); print $4}' "$WORK/d/summary.md")
+dfinal=$(awk -F'|' '$2 ~ /^ none / {gsub(/ /, "", $4); print $4; exit}' "$WORK/d/summary.md")
 echo "adaptive run: the row's D is $dfinal ($(awk -F'|' '$2 ~ /^ none / {print $3}' "$WORK/d/summary.md"))"
 awk -v d="$dfinal" 'BEGIN {exit !(d > 1)}' || fail "the retries did not raise D (row D '$dfinal')"
 ! grep -q "attempt 2 at D=1:" "$WORK/d/summary.md" || fail "a CPU-bound attempt was retried at the same D"
 
+# a composition with a loss mode (docs/cc.md "Schemes and baselines"): dcqcn:lossy runs with
+# the switches' PFC off and DCQCN's RED profile; plain dcqcn (run a) with PFC on.
+dgiven=$(sed -n 's/^dilation \([0-9.]*\) .*/\1/p' "$R/metadata.txt")
+out=$("$QUENCH" run "$WORK/tiny.exp" --name "$TOPO_NAME" --out "$WORK/l" --quiet --dilation "$dgiven" --attempts 1 \
+	--schemes dcqcn:lossy) || fail "lossy composition: $out"
+lossy=$(find "$WORK/l" -name cc.txt | head -1)
+[ -n "$lossy" ] || fail "no cc.txt for dcqcn:lossy under $WORK/l"
+grep -q "^switch pfc=off$" "$lossy" || fail "dcqcn:lossy did not run with PFC off: $(cat "$lossy")"
+grep -q "^switch kmin=" "$lossy" || fail "dcqcn:lossy lost DCQCN's RED profile: $(cat "$lossy")"
+grep -q "dcqcn/line-rate/no-pause:lossy" "$lossy" || fail "cc.txt does not name the composition: $(cat "$lossy")"
+grep -q "^switch pfc=on$" "$R/dcqcn/cc.txt" || fail "plain dcqcn did not run with PFC on: $(cat "$R/dcqcn/cc.txt")"
+echo "dcqcn:lossy ran with $(grep -E '^switch (pfc|kmin)' "$lossy" | tr '\n' ' ')(dcqcn: $(grep '^switch pfc' "$R/dcqcn/cc.txt"))"
+
 # an unknown scheme: rejected by name, nothing brought up
 sed 's/^schemes .*/schemes none hpcc/' "$WORK/tiny.exp" >"$WORK/bad.exp"
 if err=$("$QUENCH" run "$WORK/bad.exp" --name "$TOPO_NAME" --out "$WORK/c" 2>&1); then fail "an unknown scheme was accepted"; fi
-grep -q "bad.exp:5: field 'schemes': no scheme named 'hpcc'" <<<"$err" || fail "unclear error: $err"
+grep -q "bad.exp:5: field 'schemes': scheme 'hpcc': no base algorithm 'hpcc'" <<<"$err" || fail "unclear error: $err"
 ! "$QUENCH" topo show | grep -q "$TOPO_NAME" || fail "a rejected experiment left a topology up"
-pass "tiny experiment: $EXPECT flows per scheme, same hash, bytes and peaks consistent, D=1 INVALID, CPU-bound retries at a larger D (row at D=$dfinal)"
+pass "tiny experiment: $EXPECT flows per scheme, same hash, bytes and peaks consistent, D=1 INVALID, CPU-bound retries at a larger D (row at D=$dfinal), dcqcn:lossy with PFC off"

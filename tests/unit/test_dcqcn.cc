@@ -276,12 +276,12 @@ TEST_CASE("cc_make__schemes_and_errors", "[dcqcn]")
 	s.scheme = "dcqcm";
 	auto r = make(s);
 	REQUIRE_FALSE(r.ok());
-	CHECK(r.error().message == "unknown scheme 'dcqcm' (schemes: none, pfc, dcqcn, dcqcn+w)");
+	CHECK(r.error().message == "scheme 'dcqcm': no base algorithm 'dcqcm' (base algorithms: none, dcqcn, dcqcn+w)");
 	s.scheme = "dcqcn";
 	s.overrides["gain"] = "1";
 	r = make(s);
 	REQUIRE_FALSE(r.ok());
-	CHECK(r.error().message.find("unknown dcqcn parameter 'gain'") == 0);
+	CHECK(r.error().message.find("scheme dcqcn: unknown dcqcn parameter 'gain' (variant, g,") == 0);
 	s.overrides = {{"t", "fast"}};
 	CHECK_FALSE(make(s).ok());
 	s.overrides = {{"g", "2"}};

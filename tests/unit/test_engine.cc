@@ -12,10 +12,16 @@ TEST_CASE("engine__default_rto_follows_the_scheme", "[engine]")
 	// Lossy: IRN's RTO_low / RTO_high (common.md §6).
 	CHECK(default_rto_ns("none") == std::pair<uint64_t, uint64_t>{100'000, 320'000});
 	// Lossless (the switch runs PFC): a RoCE NIC's QP timeout, 4.096 us x 2^14.
-	for (const char *s : {"pfc", "dcqcn", "dcqcn+w"}) {
+	for (const char *s : {"pfc", "dcqcn", "dcqcn+w", "none:lossless", "dcqcn+w/line-rate:lossless"}) {
 		CAPTURE(s);
-		REQUIRE(cc::wants_pfc(s));
+		REQUIRE(cc::scheme(s)->lossless());
 		CHECK(default_rto_ns(s) == std::pair<uint64_t, uint64_t>{67'108'864, 67'108'864});
+	}
+	// The lossy form of a lossless-by-default base: from its descriptor, not its name.
+	for (const char *s : {"dcqcn:lossy", "dcqcn+w:lossy", "none/no-pause:lossy"}) {
+		CAPTURE(s);
+		REQUIRE_FALSE(cc::scheme(s)->lossless());
+		CHECK(default_rto_ns(s) == std::pair<uint64_t, uint64_t>{100'000, 320'000});
 	}
 	// Every scheme that exists gets one of the two.
 	for (const auto &s : cc::schemes()) {

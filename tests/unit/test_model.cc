@@ -22,7 +22,8 @@ ModelConfig base(const std::string &scheme, int senders)
 	c.payload_bytes = qn::tp::payload_mtu(2048); // 2004
 	c.frame_bytes = c.payload_bytes + 58;        // 2062
 	c.setup.scheme = scheme;
-	c.ecn = scheme != "none" && scheme != "pfc";
+	auto sc = qn::tp::cc::scheme(scheme);
+	c.ecn = sc && sc->ecn; // the switch marks what the scheme sends ECT
 	return c;
 }
 } // namespace

@@ -1,6 +1,7 @@
-// cc.cc - the scheme registry: builds a QP's controller and notification point by scheme name.
-// Adding a scheme adds one entry here and its own files in transport/cc/; no other scheme's
-// code changes (docs/cc.md).
+// cc.cc - the scheme registry: the parts (base algorithms with their notification points,
+// start policies, flow controls), the registered compositions, the scheme grammar, and the
+// builder of a QP's controller from a scheme's parts. Adding a part adds one table entry here
+// and its own files in transport/cc/; no other code tests a scheme's name (docs/cc.md).
 #include "cc.h"
 
 #include "dcqcn.h"
@@ -9,56 +10,50 @@ namespace qn::tp::cc {
 
 namespace {
 
-struct Scheme {
-	const char *name;
-	bool pfc;                               // the switch runs PFC for it
-	Result<Parts> (*make)(const Setup &s);
-	Derived (*derive)(const Fabric &f, bool scale);
+// ---------------------------------------------------------------------------------------------
+// The parts. Each kind is one table; a scheme is a composition of one entry of each.
+
+// What a base algorithm builds for one QP: the algorithm, its notification point (may be null)
+// and the parameters in effect.
+struct BaseBuilt {
+	std::unique_ptr<Algorithm> algo;
+	std::unique_ptr<NotificationPoint> np;
+	std::string describe;
 };
 
-Derived derive_none(const Fabric &, bool)
-{
-	Derived d;
-	d.switch_settings = {{"pfc", "off"}};
-	d.notes.push_back("switch PFC off (no congestion control, lossy)");
-	return d;
-}
+struct BasePart {
+	const char *name;
+	const char *doc;
+	Loss default_loss;
+	bool lossy_ok, lossless_ok;
+	bool ecn;                               // its data packets are ECT
+	Result<BaseBuilt> (*make)(const Setup &s);
+	Derived (*derive)(const Fabric &f, bool scale);
+	std::string (*params)();                // its parameter table's usage ("" = none)
+};
 
-Derived derive_pfc(const Fabric &, bool)
-{
-	Derived d;
-	d.switch_settings = {{"pfc", "on"}};
-	d.notes.push_back("switch PFC on (lossless, no end-to-end congestion control)");
-	return d;
-}
+struct StartPart {
+	const char *name;
+	const char *doc;
+	std::unique_ptr<StartPolicy> (*make)(const Setup &s);
+};
 
-Derived derive_dcqcn(const Fabric &f, bool scale) { return dcqcn_derive(f, scale, false); }
-Derived derive_dcqcn_w(const Fabric &f, bool scale) { return dcqcn_derive(f, scale, true); }
+struct FlowPart {
+	const char *name;
+	const char *doc;
+	std::unique_ptr<FlowControl> (*make)(const Setup &s);
+};
 
-Parts line_rate_parts(const Setup &s, const char *what)
-{
-	Parts p;
-	p.controller = std::make_unique<Controller>(std::make_unique<LineRate>(), std::make_unique<LineRateStart>(),
-						    std::make_unique<NoFlowControl>(), s.line_rate_bps);
-	p.describe = what;
-	return p;
-}
-
-Result<Parts> make_none(const Setup &s)
+Result<BaseBuilt> make_line_rate(const Setup &s)
 {
 	if (!s.overrides.empty())
-		return make_error("scheme none takes no parameters");
-	return line_rate_parts(s, "no congestion control: line rate, no PFC");
+		return make_error("base algorithm none takes no parameters (got " + s.overrides.begin()->first + ")");
+	return BaseBuilt{std::make_unique<LineRate>(), nullptr, "no congestion control: line rate"};
 }
 
-Result<Parts> make_pfc(const Setup &s)
-{
-	if (!s.overrides.empty())
-		return make_error("scheme pfc takes no parameters");
-	return line_rate_parts(s, "no congestion control: line rate, PFC on");
-}
+Derived derive_line_rate(const Fabric &, bool) { return Derived{}; }
 
-Result<Parts> make_dcqcn_common(const Setup &s, bool window)
+Result<BaseBuilt> make_dcqcn_common(const Setup &s, bool window)
 {
 	auto p = dcqcn_params(s.params);
 	if (!p)
@@ -70,69 +65,220 @@ Result<Parts> make_dcqcn_common(const Setup &s, bool window)
 		p->window_bytes = s.bdp_bytes;
 	if (window && p->window_bytes == 0)
 		return make_error("dcqcn+w needs a window: give w=BYTES or a BDP");
-	std::unique_ptr<Algorithm> a;
+	BaseBuilt b;
 	if (p->variant == DcqcnParams::Variant::Paper)
-		a = std::make_unique<DcqcnPaper>(*p, s.line_rate_bps);
+		b.algo = std::make_unique<DcqcnPaper>(*p, s.line_rate_bps);
 	else
-		a = std::make_unique<DcqcnMellanox>(*p, s.line_rate_bps);
-	Parts out;
-	out.controller = std::make_unique<Controller>(std::move(a), std::make_unique<LineRateStart>(),
-						      std::make_unique<NoFlowControl>(), s.line_rate_bps);
+		b.algo = std::make_unique<DcqcnMellanox>(*p, s.line_rate_bps);
 	if (s.np)
-		out.np = std::make_unique<DcqcnNp>(p->cnp_interval_ns);
-	out.describe = dcqcn_describe(*p) + (s.np ? "" : " NP=off");
-	return out;
+		b.np = std::make_unique<DcqcnNp>(p->cnp_interval_ns);
+	b.describe = dcqcn_describe(*p) + (s.np ? "" : " NP=off");
+	return b;
 }
 
-Result<Parts> make_dcqcn(const Setup &s) { return make_dcqcn_common(s, false); }
-Result<Parts> make_dcqcn_w(const Setup &s) { return make_dcqcn_common(s, true); }
+Result<BaseBuilt> make_dcqcn(const Setup &s) { return make_dcqcn_common(s, false); }
+Result<BaseBuilt> make_dcqcn_w(const Setup &s) { return make_dcqcn_common(s, true); }
+Derived derive_dcqcn(const Fabric &f, bool scale) { return dcqcn_derive(f, scale, false); }
+Derived derive_dcqcn_w(const Fabric &f, bool scale) { return dcqcn_derive(f, scale, true); }
 
-const Scheme kSchemes[] = {
-	{"none", false, make_none, derive_none},
-	{"pfc", true, make_pfc, derive_pfc},
-	{"dcqcn", true, make_dcqcn, derive_dcqcn},
-	{"dcqcn+w", true, make_dcqcn_w, derive_dcqcn_w},
+std::string no_params() { return ""; }
+std::string dcqcn_params_usage() { return dcqcn_table().usage("      "); }
+
+const BasePart kBases[] = {
+	{"none", "no congestion control: every QP at line rate", Loss::Lossy, true, true, false, make_line_rate,
+	 derive_line_rate, no_params},
+	{"dcqcn", "DCQCN (dcqcn.md): rate control from CNPs, the NP's CNP pacing", Loss::Lossless, true, true, true,
+	 make_dcqcn, derive_dcqcn, dcqcn_params_usage},
+	{"dcqcn+w", "DCQCN with a BDP window (dcqcn.md §3.5)", Loss::Lossless, true, true, true, make_dcqcn_w,
+	 derive_dcqcn_w, dcqcn_params_usage},
 };
 
+const StartPart kStarts[] = {
+	{"line-rate", "start at line rate (no slow start)",
+	 [](const Setup &) -> std::unique_ptr<StartPolicy> { return std::make_unique<LineRateStart>(); }},
+};
+
+const FlowPart kFlows[] = {
+	{"no-pause", "no flow control of its own",
+	 [](const Setup &) -> std::unique_ptr<FlowControl> { return std::make_unique<NoFlowControl>(); }},
+};
+
+// Registered compositions by name; `schemes all` runs those marked.
+struct Alias {
+	const char *name;
+	const char *composition;
+	bool in_all;
+};
+const Alias kAliases[] = {
+	{"none", "none:lossy", true},
+	{"pfc", "none:lossless", true},
+	{"dcqcn", "dcqcn:lossless", true},
+	{"dcqcn+w", "dcqcn+w:lossless", true},
+};
+
+// Retransmission defaults by loss mode: lossless QPs a RoCE NIC's QP timeout (4.096 us x 2^14 =
+// 67 ms: losses are rare, a timeout mostly a paused queue), lossy ones IRN's RTO_low/RTO_high
+// (100/320 us) (docs/transport.md "RTO").
+constexpr uint64_t kLosslessRtoNs = 67'108'864, kLossyRtoLowNs = 100'000, kLossyRtoHighNs = 320'000;
+
+template <typename T> const T *find_part(const T *begin, const T *end, const std::string &name)
+{
+	for (const T *p = begin; p != end; p++)
+		if (name == p->name)
+			return p;
+	return nullptr;
+}
+const BasePart *find_base(const std::string &n) { return find_part(std::begin(kBases), std::end(kBases), n); }
+const StartPart *find_start(const std::string &n) { return find_part(std::begin(kStarts), std::end(kStarts), n); }
+const FlowPart *find_flow(const std::string &n) { return find_part(std::begin(kFlows), std::end(kFlows), n); }
+
+template <typename T> std::string names_of(const T *begin, const T *end)
+{
+	std::string v;
+	for (const T *p = begin; p != end; p++)
+		v += std::string(v.empty() ? "" : ", ") + p->name;
+	return v;
+}
+
+Result<Scheme> parse_scheme(const std::string &name, const std::string &text)
+{
+	auto bad = [&](const std::string &why) { return make_error("scheme '" + name + "': " + why); };
+	if (text.empty())
+		return bad("empty name");
+	std::string body = text, loss;
+	if (auto c = text.find(':'); c != std::string::npos) {
+		body = text.substr(0, c);
+		loss = text.substr(c + 1);
+		if (loss != "lossy" && loss != "lossless")
+			return bad("loss mode '" + loss + "' is not lossy or lossless");
+	}
+	std::vector<std::string> tok;
+	for (size_t at = 0;;) {
+		const size_t slash = body.find('/', at);
+		tok.push_back(body.substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+		if (slash == std::string::npos)
+			break;
+		at = slash + 1;
+	}
+	for (const auto &t : tok)
+		if (t.empty())
+			return bad("an empty part between '/'");
+	const BasePart *b = find_base(tok[0]);
+	if (!b)
+		return bad("no base algorithm '" + tok[0] + "' (base algorithms: " +
+			   names_of(std::begin(kBases), std::end(kBases)) + ")");
+	Scheme s;
+	s.name = name;
+	s.base = b->name;
+	s.start = kStarts[0].name;
+	s.flow = kFlows[0].name;
+	bool have_start = false, have_flow = false;
+	for (size_t i = 1; i < tok.size(); i++) {
+		if (find_start(tok[i])) {
+			if (have_start)
+				return bad("two start policies ('" + s.start + "', '" + tok[i] + "')");
+			have_start = true;
+			s.start = tok[i];
+		} else if (find_flow(tok[i])) {
+			if (have_flow)
+				return bad("two flow controls ('" + s.flow + "', '" + tok[i] + "')");
+			have_flow = true;
+			s.flow = tok[i];
+		} else {
+			return bad("no start policy or flow control '" + tok[i] + "' (start policies: " +
+				   names_of(std::begin(kStarts), std::end(kStarts)) +
+				   "; flow controls: " + names_of(std::begin(kFlows), std::end(kFlows)) + ")");
+		}
+	}
+	s.loss = loss.empty() ? b->default_loss : loss == "lossy" ? Loss::Lossy : Loss::Lossless;
+	if (s.loss == Loss::Lossy && !b->lossy_ok)
+		return bad(std::string(b->name) + " runs only lossless");
+	if (s.loss == Loss::Lossless && !b->lossless_ok)
+		return bad(std::string(b->name) + " runs only lossy");
+	s.ecn = b->ecn;
+	s.rto_low_ns = s.lossless() ? kLosslessRtoNs : kLossyRtoLowNs;
+	s.rto_high_ns = s.lossless() ? kLosslessRtoNs : kLossyRtoHighNs;
+	return s;
+}
+
 } // namespace
+
+const char *loss_name(Loss l) { return l == Loss::Lossless ? "lossless" : "lossy"; }
+
+std::string Scheme::canonical() const { return base + "/" + start + "/" + flow + ":" + loss_name(loss); }
+
+Result<Scheme> scheme(const std::string &name)
+{
+	for (const auto &a : kAliases)
+		if (name == a.name)
+			return parse_scheme(name, a.composition);
+	return parse_scheme(name, name);
+}
+
+std::vector<PartInfo> parts()
+{
+	std::vector<PartInfo> v;
+	for (const auto &p : kBases)
+		v.push_back(PartInfo{"base", p.name,
+				     std::string(p.doc) + " (default " + loss_name(p.default_loss) +
+					     (p.lossy_ok && p.lossless_ok ? "; lossy or lossless" : "") + ")",
+				     p.params()});
+	for (const auto &p : kStarts)
+		v.push_back(PartInfo{"start", p.name, p.doc});
+	for (const auto &p : kFlows)
+		v.push_back(PartInfo{"flow", p.name, p.doc});
+	return v;
+}
+
+std::vector<std::pair<std::string, std::string>> aliases()
+{
+	std::vector<std::pair<std::string, std::string>> v;
+	for (const auto &a : kAliases)
+		v.emplace_back(a.name, a.composition);
+	return v;
+}
 
 std::vector<std::string> schemes()
 {
 	std::vector<std::string> v;
-	for (const auto &s : kSchemes)
-		v.push_back(s.name);
+	for (const auto &a : kAliases)
+		if (a.in_all)
+			v.push_back(a.name);
 	return v;
 }
 
-bool wants_pfc(const std::string &scheme)
+Result<Derived> derive(const std::string &name, const Fabric &f, bool scale)
 {
-	for (const auto &s : kSchemes)
-		if (scheme == s.name)
-			return s.pfc;
-	return false;
-}
-
-Result<Derived> derive(const std::string &scheme, const Fabric &f, bool scale)
-{
+	auto s = scheme(name);
+	if (!s)
+		return s.error();
 	if (f.line_rate_bps == 0 || f.mtu == 0)
-		return make_error("scheme " + scheme + ": cannot derive parameters without a line rate and an MTU");
-	for (const auto &k : kSchemes)
-		if (scheme == k.name)
-			return k.derive(f, scale);
-	return make_error("unknown scheme '" + scheme + "'");
+		return make_error("scheme " + name + ": cannot derive parameters without a line rate and an MTU");
+	Derived d = find_base(s->base)->derive(f, scale);
+	// The loss mode decides PFC, whatever the base algorithm's rules say.
+	std::erase_if(d.switch_settings, [](const auto &kv) { return kv.first == "pfc"; });
+	d.switch_settings.insert(d.switch_settings.begin(), {"pfc", s->lossless() ? "on" : "off"});
+	d.notes.push_back(std::string("switch PFC ") + (s->lossless() ? "on (lossless)" : "off (lossy)") + " for " +
+			  s->canonical());
+	return d;
 }
 
-Result<Parts> make(const Setup &s)
+Result<Parts> make(const Setup &su)
 {
-	if (s.line_rate_bps == 0)
-		return make_error("scheme " + s.scheme + ": the line rate is 0");
-	for (const auto &k : kSchemes)
-		if (s.scheme == k.name)
-			return k.make(s);
-	std::string names;
-	for (const auto &k : kSchemes)
-		names += std::string(names.empty() ? "" : ", ") + k.name;
-	return make_error("unknown scheme '" + s.scheme + "' (schemes: " + names + ")");
+	auto s = scheme(su.scheme);
+	if (!s)
+		return s.error();
+	if (su.line_rate_bps == 0)
+		return make_error("scheme " + su.scheme + ": the line rate is 0");
+	auto b = find_base(s->base)->make(su);
+	if (!b)
+		return make_error("scheme " + su.scheme + ": " + b.error().to_string());
+	Parts p;
+	p.controller = std::make_unique<Controller>(std::move(b->algo), find_start(s->start)->make(su),
+						    find_flow(s->flow)->make(su), su.line_rate_bps);
+	p.np = std::move(b->np);
+	p.describe = b->describe + "; " + s->canonical();
+	return p;
 }
 
 } // namespace qn::tp::cc

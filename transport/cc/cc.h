@@ -174,7 +174,7 @@ public:
 
 class NoFlowControl final : public FlowControl {
 public:
-	std::string name() const override { return "none"; }
+	std::string name() const override { return "no-pause"; }
 };
 
 // No congestion control: always the line rate (the baseline "none" and "pfc").
@@ -281,9 +281,44 @@ struct Fabric {
 	uint64_t max_base_rtt_ns = 0;  // over host pairs (0 = unknown: base_rtt_ns)
 };
 
+// Whether the fabric is lossless for a scheme (switch PFC on) or lossy (PFC off; losses are
+// recovered by retransmission).
+enum class Loss : uint8_t { Lossy, Lossless };
+const char *loss_name(Loss l);
+
+// A scheme: a composition of named parts from the registry (docs/cc.md "Schemes"), with the
+// typed properties the rest of quench reads instead of testing names. Grammar:
+//   NAME   := ALIAS | BASE ("/" PART)* [":" ("lossy" | "lossless")]
+// where BASE names a base algorithm (with its notification point), each PART a start policy or
+// a flow control (at most one of each), and the suffix the loss mode where the base allows
+// both (its default otherwise). ALIASes are registered compositions ("pfc" = "none:lossless").
+struct Scheme {
+	std::string name;                     // as written
+	std::string base, start, flow;        // part names
+	Loss loss = Loss::Lossy;
+	bool ecn = false;                     // its data packets are ECT: the switches mark them
+	uint64_t rto_low_ns = 0, rto_high_ns = 0; // retransmission timeout defaults (fabric)
+	bool lossless() const { return loss == Loss::Lossless; }
+	// Return: base[/start][/flow]:loss, every part spelled out.
+	std::string canonical() const;
+};
+// Return: the scheme `name` describes. Errors say what is wrong with the name.
+Result<Scheme> scheme(const std::string &name);
+
+// One registered part, for listings (`quench schemes`).
+struct PartInfo {
+	std::string kind;                     // "base", "start", "flow"
+	std::string name;
+	std::string doc;
+	std::string params = "";              // its parameter table's usage, one line each
+};
+std::vector<PartInfo> parts();
+// Return: the registered aliases with their canonical compositions.
+std::vector<std::pair<std::string, std::string>> aliases();
+
 // Everything a scheme needs to build its parts for one QP.
 struct Setup {
-	std::string scheme = "none";          // none, pfc, dcqcn, dcqcn+w (schemes())
+	std::string scheme = "none";          // a scheme name (scheme()): e.g. dcqcn, dcqcn+w:lossy
 	std::string params = "";              // named parameter set ("" = the scheme's default)
 	std::map<std::string, std::string> overrides; // single parameters, by name
 	uint64_t line_rate_bps = 0;
@@ -307,14 +342,14 @@ struct Derived {
 	std::vector<std::string> notes;
 };
 
-// Return: the names of the schemes that exist.
+// Return: the named schemes `schemes all` runs (an experiment's default comparison).
 std::vector<std::string> schemes();
-// Build a QP's controller and notification point. Errors name the scheme or parameter.
+// Build a QP's controller and notification point from its parts. Errors name the scheme or
+// parameter.
 Result<Parts> make(const Setup &s);
-// Derive a scheme's parameters for `f`. With `scale` false the paper's values are kept (a
-// fabric equal to the paper's); with true, common.md §7 rescales them to this fabric.
+// Derive a scheme's parameters for `f`: its base algorithm's rules, and switch PFC from its
+// loss mode. With `scale` false the paper's values are kept (a fabric equal to the paper's);
+// with true, common.md §7 rescales them to this fabric.
 Result<Derived> derive(const std::string &scheme, const Fabric &f, bool scale);
-// Whether the scheme wants switch PFC on (for the tools that configure the switch).
-bool wants_pfc(const std::string &scheme);
 
 } // namespace qn::tp::cc

@@ -41,114 +41,52 @@ Result<DcqcnParams> dcqcn_params(const std::string &set)
 	return make_error("unknown DCQCN parameter set '" + set + "' (paper, mellanox)");
 }
 
+const ParamTable<DcqcnParams> &dcqcn_table()
+{
+	using P = DcqcnParams;
+	using K = ParamKind;
+	constexpr double kS = 1e9, kMaxRate = 1e13, kMaxSize = 1e10;
+	static const ParamTable<P> t(
+		"dcqcn",
+		{
+			{"variant", K::Choice, &P::variant, 0, 0, {"paper", "mellanox"},
+			 "reaction point form: the paper's (§3.3) or the ConnectX/HPCC-simulator one (§3.4)"},
+			{"g", K::Number, &P::g, 1e-6, 1, {}, "alpha gain"},
+			{"alpha0", K::Number, &P::alpha0, 0, 1, {}, "initial alpha"},
+			{"f", K::Count, &P::f, 0, 1000, {}, "fast-recovery steps F"},
+			{"tau_alpha", K::Time, &P::tau_alpha_ns, 1, kS, {}, "alpha decay period tau'"},
+			{"t", K::Time, &P::t_ns, 1, kS, {}, "rate-increase timer T"},
+			{"n", K::Time, &P::cnp_interval_ns, 1, kS, {}, "NP: at most one CNP per N"},
+			{"decrease_period", K::Time, &P::decrease_period_ns, 1, kS, {},
+			 "Mellanox: rate_reduce_monitor_period"},
+			{"b", K::Size, &P::b_bytes, 0, kMaxSize, {}, "byte counter B (0 = off)"},
+			{"rai", K::Rate, &P::rai_bps, 1, kMaxRate, {}, "additive increase step R_AI"},
+			{"rhai", K::Rate, &P::rhai_bps, 1, kMaxRate, {}, "hyper increase step R_HAI"},
+			{"rmin", K::Rate, &P::rmin_bps, 1, kMaxRate, {}, "rate floor R_min"},
+			{"clamp", K::Flag, &P::clamp_target, 0, 0, {}, "Rt = Rc on every cut (off: only after an increase)"},
+			{"quirk", K::Flag, &P::qcn_quirk, 0, 0, {}, "RP5: DCQCN-ns3's Rt > 10 Rc rule"},
+			{"w", K::Size, &P::window_bytes, 0, kMaxSize, {}, "DCQCN+W: window (0 = the BDP)"},
+			{"var_window", K::Flag, &P::var_window, 0, 0, {}, "DCQCN+W: W x Rc / line rate"},
+		});
+	return t;
+}
+
 Status dcqcn_override(DcqcnParams &p, const std::string &k, const std::string &v)
 {
-	auto num = [&](double lo, double hi) -> Result<double> {
-		char *end = nullptr;
-		double d = std::strtod(v.c_str(), &end);
-		if (v.empty() || *end || !std::isfinite(d) || d < lo || d > hi)
-			return make_error("dcqcn parameter '" + k + "': '" + v + "' is not a number in [" +
-					  std::to_string(lo) + ", " + std::to_string(hi) + "]");
-		return d;
-	};
-	auto time = [&](uint64_t &out) -> Status {
-		auto t = parse_time_ns(v);
-		if (!t)
-			return make_error("dcqcn parameter '" + k + "': " + t.error().message);
-		out = *t;
-		return ok_status();
-	};
-	auto rate = [&](uint64_t &out) -> Status {
-		auto r = parse_rate_bps(v);
-		if (!r)
-			return make_error("dcqcn parameter '" + k + "': " + r.error().message);
-		out = *r;
-		return ok_status();
-	};
-	auto flag = [&](bool &out) -> Status {
-		if (v == "1" || v == "on" || v == "yes")
-			out = true;
-		else if (v == "0" || v == "off" || v == "no")
-			out = false;
-		else
-			return make_error("dcqcn parameter '" + k + "': '" + v + "' is not on/off");
-		return ok_status();
-	};
-	if (k == "variant") {
-		if (v == "paper")
-			p.variant = DcqcnParams::Variant::Paper;
-		else if (v == "mellanox")
-			p.variant = DcqcnParams::Variant::Mellanox;
-		else
-			return make_error("dcqcn parameter 'variant': '" + v + "' is not paper or mellanox");
-	} else if (k == "g") {
-		auto d = num(1e-6, 1);
-		if (!d)
-			return d.error();
-		p.g = *d;
-	} else if (k == "alpha0") {
-		auto d = num(0, 1);
-		if (!d)
-			return d.error();
-		p.alpha0 = *d;
-	} else if (k == "f") {
-		auto d = num(0, 1000);
-		if (!d)
-			return d.error();
-		p.f = uint32_t(*d);
-	} else if (k == "tau_alpha") {
-		QN_TRY(time(p.tau_alpha_ns));
-	} else if (k == "t") {
-		QN_TRY(time(p.t_ns));
-	} else if (k == "n") {
-		QN_TRY(time(p.cnp_interval_ns));
-	} else if (k == "decrease_period") {
-		QN_TRY(time(p.decrease_period_ns));
-	} else if (k == "b") {
-		auto b = parse_size_bytes(v);
-		if (!b)
-			return make_error("dcqcn parameter 'b': " + b.error().message);
-		p.b_bytes = *b;
-	} else if (k == "w") {
-		auto b = parse_size_bytes(v);
-		if (!b)
-			return make_error("dcqcn parameter 'w': " + b.error().message);
-		p.window_bytes = *b;
-	} else if (k == "rai") {
-		QN_TRY(rate(p.rai_bps));
-	} else if (k == "rhai") {
-		QN_TRY(rate(p.rhai_bps));
-	} else if (k == "rmin") {
-		QN_TRY(rate(p.rmin_bps));
-	} else if (k == "clamp") {
-		QN_TRY(flag(p.clamp_target));
-	} else if (k == "var_window") {
-		QN_TRY(flag(p.var_window));
-	} else if (k == "quirk") {
-		QN_TRY(flag(p.qcn_quirk));
-	} else {
-		return make_error("unknown dcqcn parameter '" + k +
-				  "' (variant, g, alpha0, f, tau_alpha, t, n, decrease_period, b, w, rai, rhai, rmin, "
-				  "clamp, var_window, quirk)");
-	}
-	if (p.t_ns == 0 || p.tau_alpha_ns == 0 || p.cnp_interval_ns == 0 || p.decrease_period_ns == 0)
-		return make_error("dcqcn parameter '" + k + "': timers must be positive");
-	return ok_status();
+	return dcqcn_table().apply(p, k, v);
 }
 
 std::string dcqcn_describe(const DcqcnParams &p)
 {
-	char b[512];
-	std::snprintf(b, sizeof(b),
-		      "variant=%s g=%.6g alpha0=%.6g tau_alpha=%s T=%s B=%s F=%u R_AI=%s R_HAI=%s R_min=%s N=%s clamp=%s%s%s",
-		      p.variant == DcqcnParams::Variant::Paper ? "paper" : "mellanox", p.g, p.alpha0,
-		      format_time(p.tau_alpha_ns).c_str(), format_time(p.t_ns).c_str(),
-		      p.b_bytes ? format_size(p.b_bytes).c_str() : "off", p.f, format_rate(p.rai_bps).c_str(),
-		      format_rate(p.rhai_bps).c_str(), format_rate(p.rmin_bps).c_str(),
-		      format_time(p.cnp_interval_ns).c_str(), p.clamp_target ? "always" : "after-increase",
-		      p.window ? (p.var_window ? " window=var " : " window=static ") : "",
-		      p.window ? format_size(p.window_bytes).c_str() : "");
-	return b;
+	// DCQCN+W's keys only where a window exists; the rest in table order.
+	std::string s;
+	for (const auto &r : dcqcn_table().rows()) {
+		const std::string n = r.name;
+		if (!p.window && (n == "w" || n == "var_window"))
+			continue;
+		s += (s.empty() ? "" : " ") + n + "=" + dcqcn_table().value(p, r);
+	}
+	return s;
 }
 
 // DCQCN+W's window for the current rate (§3.5): none, W, or W x Rc / line rate.
@@ -391,11 +329,15 @@ Derived dcqcn_derive(const Fabric &f, bool scale, bool window)
 	// Marking at dequeue: common.md §3's recommendation (the signal leaves with the packet that
 	// saw the queue). At enqueue the mark also waits out the queue in front of it, which on
 	// the 10 Gbit/s star costs DCQCN 8 points of goodput (docs/cc.md "Reference model").
-	d.switch_settings = {{"pfc", "on"},		       {"ecn", "on"},	   {"ecn_at", "dequeue"},
-			     {"kmin", std::to_string(ki)}, {"kmax", std::to_string(ka)}, {"pmax", "0.01"}};
+	// (PFC follows the scheme's loss mode: the registry sets it, cc.cc derive())
+	d.switch_settings = {{"ecn", "on"},
+			     {"ecn_at", "dequeue"},
+			     {"kmin", std::to_string(ki)},
+			     {"kmax", std::to_string(ka)},
+			     {"pmax", "0.01"}};
 	d.notes.push_back("dcqcn: switch RED/ECN Kmin " + std::to_string(ki) + " B, Kmax " + std::to_string(ka) +
 			  " B, Pmax 1%" + (scale ? " (5 KB / 200 KB x s_C x s_T, at least 2 MTU)" : "") +
-			  ", decided at dequeue (common.md §3); PFC on");
+			  ", decided at dequeue (common.md §3)");
 	if (window)
 		d.notes.push_back("dcqcn+w: W = BDP = line rate x base RTT (dcqcn.md §3.5)");
 	return d;

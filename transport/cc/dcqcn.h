@@ -10,11 +10,13 @@
 #include <string>
 
 #include "cc.h"
+#include "params.h"
 
 namespace qn::tp::cc {
 
 struct DcqcnParams {
-	enum class Variant { Paper, Mellanox } variant = Variant::Paper;
+	enum Variant : int { Paper = 0, Mellanox = 1 }; // the order of the table's choices
+	int variant = Paper;
 	double g = 1.0 / 256;               // alpha gain
 	uint64_t tau_alpha_ns = 55'000;     // alpha decay period (paper: decay after no CNP for tau')
 	uint64_t t_ns = 55'000;             // rate-increase timer T
@@ -38,8 +40,13 @@ struct DcqcnParams {
 // Named parameter sets: "paper" (Fig. 14 + DCQCN-ns3 for what the paper leaves open) and
 // "mellanox" (ConnectX firmware defaults as listed in dcqcn.md §4, Mellanox variant).
 Result<DcqcnParams> dcqcn_params(const std::string &set);
-// Apply one override ("g=0.0039", "t=55us", "b=10MB", "f=5", "rai=40Mbps", ...).
+// The parameter table (params.h): every key `--cc-set`, an experiment's `cc` line and a
+// preset may set, with its kind, range and meaning; parsing, validation, describe and usage.
+const ParamTable<DcqcnParams> &dcqcn_table();
+// Apply one override ("g=0.0039", "t=55us", "b=10MB", "f=5", "rai=40Mbps", ...) via the table.
 Status dcqcn_override(DcqcnParams &p, const std::string &key, const std::string &value);
+// Return: every parameter in effect, "name=value" as the table accepts it (window only for
+// DCQCN+W).
 std::string dcqcn_describe(const DcqcnParams &p);
 // DCQCN's parameters for a fabric (dcqcn.md §4 "Scaling for emulator", common.md §7), relative to
 // the paper's fabric: 40 Gbit/s and a 50 us feedback delay. s_C = C / 40 Gbit/s; N = max(50 us,

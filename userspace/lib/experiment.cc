@@ -376,8 +376,19 @@ Result<Workload> parse_workload(const std::string &src, int line, const std::vec
 
 } // namespace
 
-Result<Experiment> parse_experiment(const std::string &text, const std::string &source,
-				    const std::vector<std::string> &known)
+SchemeCatalog::SchemeCatalog(const std::vector<std::string> &names)
+	: all(names), check([names](const std::string &n) -> std::string {
+		  if (std::find(names.begin(), names.end(), n) != names.end())
+			  return "";
+		  std::string v;
+		  for (const auto &s : names)
+			  v += (v.empty() ? "" : ", ") + s;
+		  return "no scheme named '" + n + "' (schemes that exist: " + v + ")";
+	  })
+{
+}
+
+Result<Experiment> parse_experiment(const std::string &text, const std::string &source, const SchemeCatalog &known)
 {
 	Experiment x;
 	x.source = source;
@@ -449,17 +460,13 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 			x.line_of_schemes = line;
 			for (size_t i = 1; i < t.size(); i++) {
 				if (t[i] == "all") {
-					for (const auto &s : known)
+					for (const auto &s : known.all)
 						if (std::find(x.schemes.begin(), x.schemes.end(), s) == x.schemes.end())
 							x.schemes.push_back(s);
 					continue;
 				}
-				if (std::find(known.begin(), known.end(), t[i]) == known.end()) {
-					std::string names;
-					for (const auto &s : known)
-						names += (names.empty() ? "" : ", ") + s;
-					return err_at(source, line, k, "no scheme named '" + t[i] + "' (schemes that exist: " + names + ")");
-				}
+				if (auto why = known.check(t[i]); !why.empty())
+					return err_at(source, line, k, why);
 				if (std::find(x.schemes.begin(), x.schemes.end(), t[i]) != x.schemes.end())
 					return err_at(source, line, k, "'" + t[i] + "' listed twice");
 				x.schemes.push_back(t[i]);
@@ -467,8 +474,8 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 		} else if (k == "cc") {
 			if (t.size() < 3)
 				return err_at(source, line, k, "expected 'cc SCHEME params=SET|KEY=VALUE...'");
-			if (std::find(known.begin(), known.end(), t[1]) == known.end())
-				return err_at(source, line, k, "no scheme named '" + t[1] + "'");
+			if (auto why = known.check(t[1]); !why.empty())
+				return err_at(source, line, k, why);
 			SchemeCc &c = x.cc[t[1]];
 			for (size_t i = 2; i < t.size(); i++) {
 				auto kv = split_kv(source, line, t[i]);
@@ -555,7 +562,7 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 	return x;
 }
 
-Result<Experiment> load_experiment(const std::string &path, const std::vector<std::string> &known)
+Result<Experiment> load_experiment(const std::string &path, const SchemeCatalog &known)
 {
 	auto t = read_text(path, "experiment");
 	if (!t)

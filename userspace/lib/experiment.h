@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -78,10 +79,19 @@ struct Experiment {
 
 // Where bare names are looked up (the project's netns/ folder).
 std::string data_dir();
-// Parse an experiment. `known_schemes` are the schemes that exist: others are rejected by name.
-Result<Experiment> parse_experiment(const std::string &text, const std::string &source,
-				    const std::vector<std::string> &known_schemes);
-Result<Experiment> load_experiment(const std::string &path, const std::vector<std::string> &known_schemes);
+// The schemes an experiment may name: `all` is what `schemes all` runs, `check` says why a name
+// is not a scheme ("" when it is one; e.g. cc::scheme()'s grammar). Built from a plain list,
+// exactly those names exist.
+struct SchemeCatalog {
+	std::vector<std::string> all;
+	std::function<std::string(const std::string &)> check;
+	SchemeCatalog(std::vector<std::string> a, std::function<std::string(const std::string &)> c)
+		: all(std::move(a)), check(std::move(c)) {}
+	SchemeCatalog(const std::vector<std::string> &names); // NOLINT: implicit on purpose
+};
+// Parse an experiment. Schemes the catalog rejects are errors naming the file, line and reason.
+Result<Experiment> parse_experiment(const std::string &text, const std::string &source, const SchemeCatalog &schemes);
+Result<Experiment> load_experiment(const std::string &path, const SchemeCatalog &schemes);
 
 // One flow of an ns-3 RDMA simulator flow file ("src dst pg dport size start_s", after a count line).
 struct Ns3Flow {

@@ -61,6 +61,8 @@ Result<uint64_t> parse_rate_bps(std::string_view s)
 		{"Kbit", 1e3},	 {"M", 1e6},	     {"Mbps", 1e6},	{"Mbit", 1e6},	   {"G", 1e9},
 		{"Gbps", 1e9},	 {"Gbit", 1e9},	     {"T", 1e12},	{"Tbps", 1e12},	   {"Tbit", 1e12},
 		{"kbps", 1e3},	 {"kbit", 1e3},	     {"mbps", 1e6},	{"gbps", 1e9},
+		// what format_rate() prints reads back
+		{"bit/s", 1},	 {"Kbit/s", 1e3},    {"Mbit/s", 1e6},	{"Gbit/s", 1e9},   {"Tbit/s", 1e12},
 	};
 	auto r = parse_with(s, t, sizeof(t) / sizeof(t[0]), "rate", "10Gbps, 400Mbps, 2.5G");
 	if (!r)

@@ -310,22 +310,16 @@ int cmd_gen(int argc, char **argv, int first)
 	for (const auto &s : g.senders)
 		if (!known(s))
 			return die("gen: --senders: no host '" + s + "' in topology " + g.topo);
-	// The scheme decides whether the fabric is lossless: PFC on every switch for pfc, dcqcn and
-	// dcqcn+w, off for none (unless --keep-switch-pfc).
-	{
-		const auto names = cc::schemes();
-		if (std::find(names.begin(), names.end(), g.qp.cc.scheme) == names.end()) {
-			std::string all;
-			for (const auto &n : names)
-				all += (all.empty() ? "" : ", ") + n;
-			return die("gen: --cc: unknown scheme '" + g.qp.cc.scheme + "' (schemes: " + all + ")");
-		}
-	}
+	// The scheme's loss mode decides whether the fabric is lossless: PFC on every switch for a
+	// lossless scheme, off for a lossy one (unless --keep-switch-pfc).
+	auto sch = cc::scheme(g.qp.cc.scheme);
+	if (!sch)
+		return die("gen: --cc: " + sch.error().to_string() + " (quench schemes lists the parts)");
 	if (!g.keep_switch) {
 		auto t = load_running(g.topo);
 		if (!t)
 			return die("gen: " + t.error().to_string());
-		const bool pfc = cc::wants_pfc(g.qp.cc.scheme);
+		const bool pfc = sch->lossless();
 		for (const Node &n : t->nodes) {
 			if (n.kind != NodeKind::Switch)
 				continue;
@@ -392,7 +386,7 @@ int cmd_gen(int argc, char **argv, int first)
 	if (!rep)
 		return die("gen: " + rep.error().to_string());
 	std::printf("cc %s; switch PFC %s\n", rep->cc_describe.c_str(),
-		    g.keep_switch ? "as set" : (cc::wants_pfc(g.qp.cc.scheme) ? "on" : "off"));
+		    g.keep_switch ? "as set" : (sch->lossless() ? "on" : "off"));
 	std::vector<uint64_t> fct;
 	size_t done = 0, bad = 0;
 	uint64_t bytes = 0;

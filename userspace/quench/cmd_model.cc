@@ -172,7 +172,13 @@ int cmd_model(int argc, char **argv, int first)
 		for (const auto &n : d->notes)
 			std::printf("derived %s\n", n.c_str());
 	}
-	c.ecn = c.setup.scheme != "none" && c.setup.scheme != "pfc";
+	{
+		// The switch marks only ECT packets: the scheme's descriptor says whether it sends them.
+		auto sch = cc::scheme(c.setup.scheme);
+		if (!sch)
+			return die("model: --cc: " + sch.error().to_string());
+		c.ecn = sch->ecn;
+	}
 	auto r = cc::run_model(c);
 	if (!r)
 		return die(r.error().to_string());

@@ -557,7 +557,12 @@ Result<SchemeResult> run_scheme(Ctx &c, const std::string &scheme, size_t idx)
 	if (auto it = c.x.cc.find(scheme); it != c.x.cc.end())
 		sc = it->second;
 	// The paper's fabric keeps the paper's constants (common.md §7); elsewhere they are derived.
-	const bool paper_fabric = c.have_preset && !c.preset.paper.empty() && scheme.rfind(c.preset.paper, 0) == 0;
+	// A preset's `paper` names the base algorithm whose paper defined the fabric (its variants,
+	// e.g. dcqcn+w of dcqcn, share it).
+	auto sch = cc::scheme(scheme);
+	if (!sch)
+		return sch.error();
+	const bool paper_fabric = c.have_preset && !c.preset.paper.empty() && sch->base.rfind(c.preset.paper, 0) == 0;
 	const bool scale = sc.params == "derived" && !paper_fabric;
 	cc::Fabric fab{k.host_rate_bps, k.base_rtt_min_ns, k.mtu, k.base_rtt_min_ns, k.base_rtt_max_ns};
 	auto dv = cc::derive(scheme, fab, scale);
@@ -1081,7 +1086,10 @@ int cmd_run(int argc, char **argv, int first)
 	if (a.exp.empty())
 		return die("run: needs an experiment file (netns/experiments/*.exp)");
 	Ctx c;
-	auto x = load_experiment(a.exp, cc::schemes());
+	auto x = load_experiment(a.exp, SchemeCatalog(cc::schemes(), [](const std::string &n) -> std::string {
+					 auto s = cc::scheme(n);
+					 return s ? "" : s.error().to_string() + " (quench schemes lists the parts)";
+				 }));
 	if (!x)
 		return die("run: " + x.error().to_string());
 	c.x = *x;
@@ -1090,11 +1098,9 @@ int cmd_run(int argc, char **argv, int first)
 	if (a.link_credit >= 0)
 		c.eo.link_credit_frames = uint32_t(a.link_credit);
 	if (!a.schemes.empty()) {
-		for (const auto &s : a.schemes) {
-			auto known = cc::schemes();
-			if (std::find(known.begin(), known.end(), s) == known.end())
-				return die("run: --schemes: no scheme named '" + s + "'");
-		}
+		for (const auto &s : a.schemes)
+			if (auto sch = cc::scheme(s); !sch)
+				return die("run: --schemes: " + sch.error().to_string() + " (quench schemes lists the parts)");
 		c.x.schemes = a.schemes;
 	}
 	auto t = load_topology_file(c.x.topology, c.x.params);

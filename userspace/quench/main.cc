@@ -45,7 +45,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
       [--load F --cdf FILE --duration T]
       [--mode gbn|sr] [--ack-every N] [--window-bytes B] [--qp-rate R] [--rto-low T]
       [--rto-high T] [--icrc] [--nic-delay T] [--switch-delay T] [--link-credit N] [--timeout T]
-      [--seed S] [--out CSV] [--fct-out FILE] [--cc none|pfc|dcqcn|dcqcn+w] [--cc-params paper|mellanox]
+      [--seed S] [--out CSV] [--fct-out FILE] [--cc SCHEME (quench schemes)] [--cc-params paper|mellanox]
       [--cc-set K=V]... [--no-np] [--keep-switch-pfc] [--trace N --trace-out CSV]
       [--queues all|SW:PORT,.. [--queue-interval T] [--queue-out CSV]]
                                                     run a workload on the host engine (AF_XDP),
@@ -381,8 +381,27 @@ int main(int argc, char **argv)
 	if (argc >= 2 && std::strcmp(argv[1], "model") == 0)
 		return cmd_model(argc, argv, 2);
 	if (argc == 2 && std::strcmp(argv[1], "schemes") == 0) {
-		for (const auto &s : qn::tp::cc::schemes())
-			std::printf("%s\n", s.c_str());
+		// The registry: named schemes (what `schemes all` runs), then the parts a scheme is
+		// composed of and the grammar (docs/cc.md "Schemes").
+		namespace cc = qn::tp::cc;
+		std::printf("schemes (an experiment's `schemes all`):\n");
+		for (const auto &n : cc::schemes()) {
+			auto s = cc::scheme(n);
+			std::printf("  %-12s %s\n", n.c_str(), s ? s->canonical().c_str() : s.error().to_string().c_str());
+		}
+		for (const char *kind : {"base", "start", "flow"}) {
+			std::printf("%s:\n", std::strcmp(kind, "base") == 0    ? "base algorithms (with their notification points)"
+					      : std::strcmp(kind, "start") == 0 ? "start policies"
+										 : "flow controls");
+			for (const auto &p : cc::parts())
+				if (p.kind == kind) {
+					std::printf("  %-12s %s\n", p.name.c_str(), p.doc.c_str());
+					if (!p.params.empty())
+						std::printf("    parameters (--cc-set K=V, an experiment's cc line):\n%s",
+							    p.params.c_str());
+				}
+		}
+		std::printf("grammar: BASE[/START][/FLOW][:lossy|:lossless], e.g. dcqcn+w:lossy, none/line-rate:lossless\n");
 		return 0;
 	}
 	Args a;

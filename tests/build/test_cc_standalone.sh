@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# build: the CC library stands alone. qn_cc_only links only quench_cc and the base library; its
+# link line (CMake's link.txt) and its dynamic dependencies name no kernel library (libbpf,
+# libxdp, liburing), and it runs: every named scheme builds and reacts to a CNP, the reference
+# model delivers every byte. Negative control: the same check on the quench binary's link line
+# finds libbpf (the check can fail).
+# usage: test_cc_standalone.sh BUILD_DIR QN_CC_ONLY_BIN
+set -euo pipefail
+build=$1 bin=$2
+fail() { echo "FAIL build_cc_standalone: $*"; exit 1; }
+kernel_libs() { { grep -oE "lib(bpf|xdp|uring)[^ ]*|-l(bpf|xdp|uring)\b" "$1" || true; } | sort -u | tr '\n' ' '; }
+link=$(find "$build" -path "*qn_cc_only.dir/link.txt" | head -1)
+[ -n "$link" ] || fail "no link.txt for qn_cc_only under $build"
+libs=$(kernel_libs "$link")
+[ -z "$libs" ] || fail "qn_cc_only links kernel libraries: $libs"
+dyn=$(ldd "$bin" | grep -E "libbpf|libxdp|liburing" || true)
+[ -z "$dyn" ] || fail "qn_cc_only depends on: $dyn"
+# the negative control: the engine's binary does link them
+qlink=$(find "$build" -path "*CMakeFiles/quench.dir/link.txt" | head -1)
+[ -n "$qlink" ] || fail "no link.txt for quench under $build"
+[ -n "$(kernel_libs "$qlink")" ] || fail "the check found no kernel library in quench's link line either: it cannot fail"
+"$bin" || fail "qn_cc_only failed"
+# no file of the CC library includes a control-plane or engine header
+bad=$(grep -lE '#include "(bringup|switch_loader|netns|topology|engine|xsk|port|stats|swcfg)\.h"' \
+	"$(dirname "$0")"/../../transport/cc/*.cc "$(dirname "$0")"/../../transport/cc/*.h || true)
+[ -z "$bad" ] || fail "CC library files include control-plane or engine headers: $bad"
+echo "PASS build_cc_standalone: qn_cc_only links without libbpf, libxdp and liburing (quench links $(kernel_libs "$qlink")) and runs"

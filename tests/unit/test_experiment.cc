@@ -124,6 +124,48 @@ TEST_CASE("experiment__parses_the_shipped_default", "[experiment]")
 	CHECK(x->topology.find("star.topo") != std::string::npos);
 }
 
+TEST_CASE("experiment__schemes_and_cc_lines_checked_by_the_registry", "[experiment]")
+{
+	// The catalog quench run uses: the scheme grammar and each base's parameter table.
+	const SchemeCatalog reg(
+		cc::schemes(),
+		[](const std::string &n) -> std::string {
+			auto s = cc::scheme(n);
+			return s ? "" : s.error().to_string();
+		},
+		[](const std::string &n, const std::string &k, const std::string &v) -> std::string {
+			auto st = cc::check_param(n, k, v);
+			return st.ok() ? "" : st.error().to_string();
+		});
+	const std::string f = data_dir() + "/experiments/t.exp";
+	const std::string head = "topology star\nschemes dcqcn dcqcn+w:lossy\nworkload incast dst=h1 senders=2 size=4KB\n";
+	auto err = [&](const std::string &text) {
+		auto r = parse_experiment(text, f, reg);
+		REQUIRE_FALSE(r.ok());
+		return r.error().to_string();
+	};
+	// compositions are schemes; `all` is the named list
+	auto ok = parse_experiment(head + "cc dcqcn+w:lossy params=mellanox w=20KB rai=10Mbps\n", f, reg);
+	REQUIRE(ok.ok());
+	CHECK(ok->schemes == std::vector<std::string>{"dcqcn", "dcqcn+w:lossy"});
+	CHECK(ok->cc["dcqcn+w:lossy"].overrides["w"] == "20KB");
+	auto all = parse_experiment("topology star\nschemes all\nworkload incast dst=h1 senders=2 size=4KB\n", f, reg);
+	REQUIRE(all.ok());
+	CHECK(all->schemes == cc::schemes());
+	// bad names and bad parameters, reported at their file, line and field
+	CHECK(err("topology star\nschemes dcqcn/sfc\n").find("t.exp:2: field 'schemes': scheme 'dcqcn/sfc': no start policy or flow control 'sfc'") !=
+	      std::string::npos);
+	CHECK(err("topology star\nschemes dcqcn:lossyy\n").find("t.exp:2: field 'schemes': scheme 'dcqcn:lossyy': loss mode") !=
+	      std::string::npos);
+	CHECK(err(head + "cc dcqcn rai=fast\n").find("t.exp:4: field 'rai': dcqcn parameter 'rai':") != std::string::npos);
+	CHECK(err(head + "cc dcqcn gain=1\n").find("t.exp:4: field 'gain': unknown dcqcn parameter 'gain' (variant,") !=
+	      std::string::npos);
+	CHECK(err(head + "cc dcqcn g=2\n").find("t.exp:4: field 'g': dcqcn parameter 'g': '2' is not a number in [1e-06, 1]") !=
+	      std::string::npos);
+	CHECK(err("topology star\nschemes none\nworkload incast dst=h1 senders=2 size=4KB\ncc none rai=10Mbps\n")
+		      .find("t.exp:4: field 'rai': base algorithm none takes no parameters") != std::string::npos);
+}
+
 TEST_CASE("experiment__errors_name_file_line_and_field", "[experiment]")
 {
 	const std::string f = data_dir() + "/experiments/t.exp";

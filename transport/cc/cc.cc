@@ -30,6 +30,7 @@ struct BasePart {
 	Result<BaseBuilt> (*make)(const Setup &s);
 	Derived (*derive)(const Fabric &f, bool scale);
 	std::string (*params)();                // its parameter table's usage ("" = none)
+	Status (*check)(const std::string &key, const std::string &value); // one parameter, via its table
 };
 
 struct StartPart {
@@ -83,14 +84,23 @@ Derived derive_dcqcn_w(const Fabric &f, bool scale) { return dcqcn_derive(f, sca
 
 std::string no_params() { return ""; }
 std::string dcqcn_params_usage() { return dcqcn_table().usage("      "); }
+Status check_none(const std::string &key, const std::string &)
+{
+	return make_error("base algorithm none takes no parameters (got " + key + ")");
+}
+Status check_dcqcn(const std::string &key, const std::string &value)
+{
+	DcqcnParams p;
+	return dcqcn_override(p, key, value);
+}
 
 const BasePart kBases[] = {
 	{"none", "no congestion control: every QP at line rate", Loss::Lossy, true, true, false, make_line_rate,
-	 derive_line_rate, no_params},
+	 derive_line_rate, no_params, check_none},
 	{"dcqcn", "DCQCN (dcqcn.md): rate control from CNPs, the NP's CNP pacing", Loss::Lossless, true, true, true,
-	 make_dcqcn, derive_dcqcn, dcqcn_params_usage},
+	 make_dcqcn, derive_dcqcn, dcqcn_params_usage, check_dcqcn},
 	{"dcqcn+w", "DCQCN with a BDP window (dcqcn.md §3.5)", Loss::Lossless, true, true, true, make_dcqcn_w,
-	 derive_dcqcn_w, dcqcn_params_usage},
+	 derive_dcqcn_w, dcqcn_params_usage, check_dcqcn},
 };
 
 const StartPart kStarts[] = {
@@ -245,6 +255,14 @@ std::vector<std::string> schemes()
 		if (a.in_all)
 			v.push_back(a.name);
 	return v;
+}
+
+Status check_param(const std::string &name, const std::string &key, const std::string &value)
+{
+	auto s = scheme(name);
+	if (!s)
+		return s.error();
+	return find_base(s->base)->check(key, value);
 }
 
 Result<Derived> derive(const std::string &name, const Fabric &f, bool scale)

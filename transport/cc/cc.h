@@ -344,6 +344,9 @@ struct Derived {
 
 // Return: the named schemes `schemes all` runs (an experiment's default comparison).
 std::vector<std::string> schemes();
+// Check one parameter of a scheme (its base algorithm's table) without building anything: for
+// files and command lines, so a bad key or value is reported where it was written.
+Status check_param(const std::string &scheme, const std::string &key, const std::string &value);
 // Build a QP's controller and notification point from its parts. Errors name the scheme or
 // parameter.
 Result<Parts> make(const Setup &s);

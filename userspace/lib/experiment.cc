@@ -487,6 +487,9 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 							      "'" + kv->value + "' is not derived, paper or mellanox");
 					c.params = kv->value;
 				} else {
+					if (known.check_param)
+						if (auto why = known.check_param(t[1], kv->key, kv->value); !why.empty())
+							return err_at(source, line, kv->key, why);
 					c.overrides[kv->key] = kv->value;
 				}
 			}

@@ -85,8 +85,11 @@ std::string data_dir();
 struct SchemeCatalog {
 	std::vector<std::string> all;
 	std::function<std::string(const std::string &)> check;
-	SchemeCatalog(std::vector<std::string> a, std::function<std::string(const std::string &)> c)
-		: all(std::move(a)), check(std::move(c)) {}
+	// why a `cc` line's KEY=VALUE is not a parameter of the scheme ("" when it is; unset: any)
+	std::function<std::string(const std::string &, const std::string &, const std::string &)> check_param;
+	SchemeCatalog(std::vector<std::string> a, std::function<std::string(const std::string &)> c,
+		      std::function<std::string(const std::string &, const std::string &, const std::string &)> p = {})
+		: all(std::move(a)), check(std::move(c)), check_param(std::move(p)) {}
 	SchemeCatalog(const std::vector<std::string> &names); // NOLINT: implicit on purpose
 };
 // Parse an experiment. Schemes the catalog rejects are errors naming the file, line and reason.

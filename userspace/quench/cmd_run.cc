@@ -1086,10 +1086,17 @@ int cmd_run(int argc, char **argv, int first)
 	if (a.exp.empty())
 		return die("run: needs an experiment file (netns/experiments/*.exp)");
 	Ctx c;
-	auto x = load_experiment(a.exp, SchemeCatalog(cc::schemes(), [](const std::string &n) -> std::string {
-					 auto s = cc::scheme(n);
-					 return s ? "" : s.error().to_string() + " (quench schemes lists the parts)";
-				 }));
+	auto x = load_experiment(
+		a.exp, SchemeCatalog(
+			       cc::schemes(),
+			       [](const std::string &n) -> std::string {
+				       auto s = cc::scheme(n);
+				       return s ? "" : s.error().to_string() + " (quench schemes lists the parts)";
+			       },
+			       [](const std::string &n, const std::string &k, const std::string &v) -> std::string {
+				       auto st = cc::check_param(n, k, v);
+				       return st.ok() ? "" : st.error().to_string();
+			       }));
 	if (!x)
 		return die("run: " + x.error().to_string());
 	c.x = *x;

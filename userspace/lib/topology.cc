@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "abi.h"
+#include "params.h"
 #include "swcfg.h"
 #include "units.h"
 
@@ -123,46 +124,30 @@ Result<std::pair<std::string, std::string>> kv(Ctx &c, int line, const std::stri
 	return std::make_pair(key, value);
 }
 
-Result<uint32_t> parse_mtu(Ctx &c, int line, const std::string &v)
+// A link's attributes: one table (params.h) for `link` lines and `defaults`.
+const ParamTable<Link> &link_table()
 {
-	auto n = resolve_int(c, line, "mtu", v);
-	if (!n)
-		return n.error();
-	if (*n < long(kMinMtu) || *n > long(kMaxMtu))
-		return field_error(c.src, line, "mtu",
-				   std::to_string(*n) + " is outside [" + std::to_string(kMinMtu) + ", " +
-					   std::to_string(kMaxMtu) + "]");
-	return uint32_t(*n);
+	static const ParamTable<Link> t(
+		"link", {
+				{"rate", ParamKind::Rate, &Link::rate_bps, 1, 10e12, {}, "line rate"},
+				{"mtu", ParamKind::Count, &Link::mtu, double(kMinMtu), double(kMaxMtu), {},
+				 "IP MTU (a declared param's bare name works too)"},
+				{"delay", ParamKind::Time, &Link::delay_ns, 0, 1e9, {}, "propagation delay, one way"},
+				{"error", ParamKind::Number, &Link::error_rate, 0, 1, {},
+				 "frame loss probability per direction (not a default)"},
+			});
+	return t;
 }
 
 // Apply one link attribute. Return: error naming the field.
-Status link_attr(Ctx &c, int line, Link &l, const std::string &k, const std::string &v)
+Status link_attr(Ctx &c, int line, Link &l, const std::string &k, std::string v)
 {
-	if (k == "rate") {
-		auto r = parse_rate_bps(v);
-		if (!r)
-			return field_error(c.src, line, k, r.error().message);
-		l.rate_bps = *r;
-	} else if (k == "mtu") {
-		auto r = parse_mtu(c, line, v);
-		if (!r)
-			return r.error();
-		l.mtu = *r;
-	} else if (k == "delay") {
-		auto r = parse_time_ns(v);
-		if (!r)
-			return field_error(c.src, line, k, r.error().message);
-		l.delay_ns = *r;
-	} else if (k == "error") {
-		char *end = nullptr;
-		errno = 0;
-		double er = std::strtod(v.c_str(), &end);
-		if (end == v.c_str() || *end != '\0' || errno || !(er >= 0.0 && er <= 1.0))
-			return field_error(c.src, line, k, "'" + v + "' is not a probability in [0, 1]");
-		l.error_rate = er;
-	} else {
-		return field_error(c.src, line, k, "unknown link attribute (rate, mtu, delay, error)");
-	}
+	// mtu=M with M a declared param (without '$'), as ranges accept
+	if (k == "mtu")
+		if (auto it = c.params.find(v); it != c.params.end())
+			v = it->second;
+	if (auto st = link_table().apply(l, k, v); !st.ok())
+		return field_error(c.src, line, k, st.error().message);
 	return ok_status();
 }
 

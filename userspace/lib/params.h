@@ -1,6 +1,7 @@
 // params.h - parameter tables: one row per parameter ({name, kind, member, range, doc}) from
 // which parsing, validation, `describe` and usage text are generated (docs/cc.md "Parameter
-// tables"). A part declares its table once; nothing else lists its keys.
+// tables"). A CC part, a topology's link attributes, an experiment's workload declare their table
+// once; nothing else lists their keys. Base library: depends on result.h and units.h only.
 //
 // Kinds and their value syntax (userspace/lib/units.h): number (a decimal in [lo, hi]), count
 // (an integer in [lo, hi]), time ("55us"), rate ("40Mbps"), size ("10MB", "0" = off where the
@@ -18,7 +19,7 @@
 #include "result.h"
 #include "units.h"
 
-namespace qn::tp::cc {
+namespace qn {
 
 enum class ParamKind { Number, Count, Time, Rate, Size, Flag, Choice };
 
@@ -188,4 +189,4 @@ private:
 	std::vector<Param<T>> rows_;
 };
 
-} // namespace qn::tp::cc
+} // namespace qn

@@ -9,6 +9,7 @@ PKGS=(
 	cmake make g++ clang llvm pkg-config
 	libbpf-dev libxdp-dev libelf-dev zlib1g-dev liburing-dev
 	bpftool xdp-tools
+	libcli11-dev
 	# tests
 	catch2 iproute2 iputils-ping tcpdump ethtool procps
 	# results and plots (issue 7 uses it; installed now so `make run` never fetches mid-run)

@@ -13,6 +13,7 @@
 
 #include "bringup.h"
 #include "cc.h"
+#include "cli.h"
 #include "swcfg.h"
 #include "switch_loader.h"
 #include "engine.h"
@@ -74,162 +75,89 @@ std::vector<std::string> split(const std::string &s, char sep)
 	return v;
 }
 
-// Return: "" or an error naming the option.
-std::string parse_gen(int argc, char **argv, int first, GenArgs &g)
+// Parse `gen`'s (and `engine`'s) options into `g`. Return: -1 when parsed, else the exit status
+// after the error (2) or the help (0) was printed.
+int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 {
-	for (int i = first; i < argc; i++) {
-		std::string s = argv[i];
-		auto val = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-		auto size_opt = [&](uint64_t &out) -> std::string {
-			std::string v = val();
-			auto r = parse_size_bytes(v);
-			if (!r)
-				return s + ": " + r.error().to_string();
-			out = *r;
-			return "";
-		};
-		auto time_opt = [&](uint64_t &out) -> std::string {
-			std::string v = val();
-			auto r = parse_time_ns(v);
-			if (!r)
-				return s + ": " + r.error().to_string();
-			out = *r;
-			return "";
-		};
-		auto num_opt = [&](uint64_t &out, uint64_t lo, uint64_t hi) -> std::string {
-			std::string v = val();
+	CLI::App app{std::string(cmd) == "gen" ? "run a workload on the host engine (AF_XDP)"
+					       : "serve the topology's hosts and cables (idle)",
+		     cmd};
+	app.add_option("TOPO", g.topo, "a running topology's name")->required();
+	app.add_option("--pattern", g.pattern, "workload")->check(CLI::IsMember({"incast", "long", "poisson", "pingpong"}));
+	app.add_option("--dst", g.dst, "the receiving host");
+	app.add_option_function<std::string>(
+		"--senders",
+		[&g](const std::string &v) {
 			char *end = nullptr;
-			unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-			if (v.empty() || *end || x < lo || x > hi)
-				return s + " needs an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'";
-			out = x;
-			return "";
-		};
-		std::string e;
-		uint64_t n = 0;
-		if (s == "--pattern") {
-			g.pattern = val();
-			if (g.pattern != "incast" && g.pattern != "long" && g.pattern != "poisson" && g.pattern != "pingpong")
-				return "--pattern must be incast, long, poisson or pingpong, got '" + g.pattern + "'";
-		} else if (s == "--dst") {
-			g.dst = val();
-		} else if (s == "--senders") {
-			std::string v = val();
-			char *end = nullptr;
-			long k = std::strtol(v.c_str(), &end, 10);
+			const long k = std::strtol(v.c_str(), &end, 10);
 			if (!v.empty() && !*end) {
 				if (k < 1)
-					return "--senders needs a count >= 1 or a list of hosts";
+					throw CLI::ValidationError("--senders", "needs a count >= 1 or a list of hosts");
 				g.nsenders = int(k);
 			} else {
 				g.senders = split(v, ',');
 			}
-		} else if (s == "--size") {
-			e = size_opt(g.size);
-		} else if (s == "--count") {
-			e = num_opt(g.count, 1, 10'000'000);
-		} else if (s == "--sync-window") {
-			e = time_opt(g.window_ns);
-		} else if (s == "--interval") {
-			e = time_opt(g.interval_ns);
-		} else if (s == "--load") {
-			std::string v = val();
+		},
+		"a count N or hosts H,H,..");
+	cli::size(app, "--size", g.size, "message size");
+	cli::number(app, "--count", g.count, 1, 10'000'000, "messages (incast rounds, ping-pongs)");
+	cli::time(app, "--sync-window", g.window_ns, "incast start times spread in this window");
+	cli::time(app, "--interval", g.interval_ns, "between incast rounds; between long senders' starts");
+	app.add_option_function<std::string>(
+		"--load",
+		[&g](const std::string &v) {
 			char *end = nullptr;
-			g.load = std::strtod(v.c_str(), &end);
-			if (v.empty() || *end || g.load <= 0 || g.load > 1)
-				return "--load needs a number in (0, 1]";
-		} else if (s == "--cdf") {
-			g.cdf = val();
-		} else if (s == "--duration") {
-			e = time_opt(g.duration_ns);
-		} else if (s == "--timeout") {
-			e = time_opt(g.timeout_ns);
-		} else if (s == "--seed") {
-			e = num_opt(g.seed, 0, UINT64_MAX);
-		} else if (s == "--out") {
-			g.out = val();
-		} else if (s == "--mode") {
-			std::string v = val();
+			const double d = std::strtod(v.c_str(), &end);
+			if (v.empty() || *end || !(d > 0 && d <= 1))
+				throw CLI::ValidationError("--load", "needs a number in (0, 1], got '" + v + "'");
+			g.load = d;
+		},
+		"poisson: offered load");
+	app.add_option("--cdf", g.cdf, "poisson: flow-size CDF file");
+	cli::time(app, "--duration", g.duration_ns, "poisson: arrivals for this long");
+	cli::time(app, "--timeout", g.timeout_ns, "give up after this (fabric)");
+	cli::number(app, "--seed", g.seed, 0, 1.8e19, "random seed");
+	app.add_option("--out", g.out, "flows CSV");
+	app.add_option_function<std::string>(
+		"--mode",
+		[&g](const std::string &v) {
 			if (v == "gbn")
 				g.qp.mode = Reliability::GoBackN;
 			else if (v == "sr")
 				g.qp.mode = Reliability::SelectiveRepeat;
 			else
-				return "--mode must be gbn or sr, got '" + v + "'";
-		} else if (s == "--ack-every") {
-			e = num_opt(n, 1, 1024);
-			g.qp.ack_every = uint32_t(n);
-		} else if (s == "--window-bytes") {
-			e = size_opt(g.qp.window_bytes);
-		} else if (s == "--qp-rate") {
-			std::string v = val();
-			auto r = parse_rate_bps(v);
-			if (!r)
-				return "--qp-rate: " + r.error().to_string();
-			g.qp.rate_bps = *r;
-		} else if (s == "--rto-low") {
-			e = time_opt(g.qp.rto_low_ns);
-		} else if (s == "--rto-high") {
-			e = time_opt(g.qp.rto_high_ns);
-		} else if (s == "--cc") {
-			g.qp.cc.scheme = val();
-		} else if (s == "--cc-params") {
-			g.qp.cc.params = val();
-		} else if (s == "--cc-set") {
-			std::string kv = val();
-			auto eq = kv.find('=');
-			if (eq == std::string::npos || eq == 0)
-				return "--cc-set needs KEY=VALUE, got '" + kv + "'";
-			g.qp.cc.overrides[kv.substr(0, eq)] = kv.substr(eq + 1);
-		} else if (s == "--no-np") {
-			g.qp.cc.np = false;
-		} else if (s == "--keep-switch-pfc") {
-			g.keep_switch = true;
-		} else if (s == "--trace") {
-			e = num_opt(n, 1, 1000);
-			g.trace_pairs = size_t(n);
-		} else if (s == "--trace-out") {
-			g.trace_out = val();
-		} else if (s == "--queues") {
-			g.queues = val();
-		} else if (s == "--queue-interval") {
-			e = time_opt(g.queue_interval_ns);
-			if (e.empty() && g.queue_interval_ns == 0)
-				e = "--queue-interval must be positive";
-		} else if (s == "--queue-out") {
-			g.queue_out = val();
-		} else if (s == "--fct-out") {
-			g.fct_out = val();
-		} else if (s == "--icrc") {
-			g.eng.icrc = true;
-		} else if (s == "--nic-delay") {
-			e = time_opt(g.eng.nic_rx_delay_ns);
-		} else if (s == "--switch-delay") {
-			e = time_opt(g.eng.switch_delay_ns);
-		} else if (s == "--base-rtt") {
-			e = time_opt(g.eng.base_rtt_ns);
-		} else if (s == "--link-credit") {
-			// frames of lateness a backlogged host link absorbs (0: none, 48ec9aa's pacer)
-			const std::string v = val();
-			char *end = nullptr;
-			const unsigned long frames = std::strtoul(v.c_str(), &end, 10);
-			if (v.empty() || *end || frames > 64)
-				e = "--link-credit needs a frame count 0..64, got '" + v + "'";
-			else
-				g.eng.link_credit_frames = uint32_t(frames);
-		} else if (s.size() > 1 && s[0] == '-') {
-			return "unknown option '" + s + "'";
-		} else if (g.topo.empty()) {
-			g.topo = s;
-		} else {
-			return "unexpected argument '" + s + "'";
-		}
-		if (!e.empty())
-			return e;
-	}
-	if (g.topo.empty())
-		return "needs the name of a running topology";
-	return "";
+				throw CLI::ValidationError("--mode", "must be gbn or sr, got '" + v + "'");
+		},
+		"gbn or sr");
+	cli::number(app, "--ack-every", g.qp.ack_every, 1, 1024, "an ACK per this many packets");
+	cli::size(app, "--window-bytes", g.qp.window_bytes, "a static window");
+	cli::rate(app, "--qp-rate", g.qp.rate_bps, "a static per-QP rate limit");
+	cli::time(app, "--rto-low", g.qp.rto_low_ns, "RTO with few packets in flight");
+	cli::time(app, "--rto-high", g.qp.rto_high_ns, "RTO otherwise");
+	app.add_option("--cc", g.qp.cc.scheme, "scheme (quench schemes)");
+	app.add_option("--cc-params", g.qp.cc.params, "named parameter set");
+	cli::key_values(app, "--cc-set", g.qp.cc.overrides, "one parameter, KEY=VALUE (repeatable)");
+	bool no_np = false;
+	app.add_flag("--no-np", no_np, "no notification point (negative control)");
+	app.add_flag("--keep-switch-pfc", g.keep_switch, "leave the switches' PFC as set");
+	cli::number(app, "--trace", g.trace_pairs, 1, 1000, "rate traces of the first N host pairs");
+	app.add_option("--trace-out", g.trace_out, "rate trace CSV");
+	app.add_option("--queues", g.queues, "all or SW:PORT,..");
+	cli::time(app, "--queue-interval", g.queue_interval_ns, "queue sample interval")
+		->check(CLI::Validator([](std::string &v) { return v.find_first_of("123456789") == std::string::npos ? "must be positive" : ""; }, "T"));
+	app.add_option("--queue-out", g.queue_out, "queue samples CSV");
+	app.add_option("--fct-out", g.fct_out, "ns-3 fct.txt");
+	app.add_flag("--icrc", g.eng.icrc, "compute and check the ICRC");
+	cli::time(app, "--nic-delay", g.eng.nic_rx_delay_ns, "NIC receive delay");
+	cli::time(app, "--switch-delay", g.eng.switch_delay_ns, "switch delay");
+	cli::time(app, "--base-rtt", g.eng.base_rtt_ns, "the base RTT parameters scale with");
+	// frames of lateness a backlogged host link absorbs (0: none, 48ec9aa's pacer)
+	cli::number(app, "--link-credit", g.eng.link_credit_frames, 0, 64, "the link pacer's credit in frames");
+	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
+		return rc;
+	if (no_np)
+		g.qp.cc.np = false;
+	return -1;
 }
 
 std::string fmt_ns(uint64_t ns)
@@ -286,9 +214,8 @@ void print_hosts(Engine &e)
 int cmd_gen(int argc, char **argv, int first)
 {
 	GenArgs g;
-	std::string err = parse_gen(argc, argv, first, g);
-	if (!err.empty())
-		return die("gen: " + err);
+	if (int rc = parse_gen(argc, argv, first, g, "gen"); rc >= 0)
+		return rc;
 	auto eng = open_engine(g.topo, g.eng);
 	if (!eng)
 		return die("gen: " + eng.error().to_string());
@@ -497,9 +424,8 @@ int cmd_gen(int argc, char **argv, int first)
 int cmd_engine(int argc, char **argv, int first)
 {
 	GenArgs g;
-	std::string err = parse_gen(argc, argv, first, g);
-	if (!err.empty())
-		return die("engine: " + err);
+	if (int rc = parse_gen(argc, argv, first, g, "engine"); rc >= 0)
+		return rc;
 	auto eng = open_engine(g.topo, g.eng);
 	if (!eng)
 		return die("engine: " + eng.error().to_string());

@@ -11,6 +11,7 @@
 
 #include "cc.h"
 #include "metrics.h"
+#include "cli.h"
 #include "model.h"
 #include "pacer.h"
 #include "units.h"
@@ -36,111 +37,43 @@ int cmd_model(int argc, char **argv, int first)
 	uint64_t from_ns = 5'000'000;
 	bool derived = false, kset = false, mark_set = false;
 	std::string trace_out, queue_out, windows_out;
-	for (int i = first; i < argc; i++) {
-		const std::string s = argv[i];
-		if (s == "--derived" || s == "--dequeue" || s == "--enqueue" || s == "--no-np") {
-			if (s == "--derived")
-				derived = true;
-			else if (s == "--no-np")
-				c.setup.np = false;
-			else {
-				c.mark_at_dequeue = s == "--dequeue";
-				mark_set = true;
-			}
-			continue;
-		}
-		if (i + 1 >= argc)
-			return die(s + " needs a value");
-		const std::string v = argv[++i];
-		auto num = [&](double lo, double hi, double &out) -> bool {
-			char *end = nullptr;
-			out = std::strtod(v.c_str(), &end);
-			return !v.empty() && !*end && out >= lo && out <= hi;
-		};
-		double x = 0;
-		std::string err;
-		auto size = [&](uint64_t &out) {
-			auto r = parse_size_bytes(v);
-			if (!r)
-				err = s + ": " + r.error().to_string();
-			else
-				out = *r;
-		};
-		auto time = [&](uint64_t &out) {
-			auto r = parse_time_ns(v);
-			if (!r)
-				err = s + ": " + r.error().to_string();
-			else
-				out = *r;
-		};
-		if (s == "--senders") {
-			if (!num(1, 1024, x))
-				return die("--senders needs a count 1..1024, got '" + v + "'");
-			c.senders = int(x);
-		} else if (s == "--rate") {
-			auto r = parse_rate_bps(v);
-			if (!r)
-				return die("--rate: " + r.error().to_string());
-			c.line_rate_bps = *r;
-		} else if (s == "--delay") {
-			time(c.hop_delay_ns);
-		} else if (s == "--mtu") {
-			if (!num(256, 9000, x))
-				return die("--mtu needs 256..9000, got '" + v + "'");
-			mtu = uint32_t(x);
-		} else if (s == "--size") {
-			size(c.flow_bytes);
-		} else if (s == "--stagger") {
-			time(c.stagger_ns);
-		} else if (s == "--jitter") {
-			time(c.jitter_ns);
-		} else if (s == "--duration") {
-			time(c.duration_ns);
-		} else if (s == "--from") {
-			time(from_ns);
-		} else if (s == "--window") {
-			time(c.window_ns);
-		} else if (s == "--queue-interval") {
-			time(c.queue_interval_ns);
-		} else if (s == "--kmin") {
-			size(c.kmin_bytes);
-			kset = true;
-		} else if (s == "--kmax") {
-			size(c.kmax_bytes);
-			kset = true;
-		} else if (s == "--pmax") {
-			if (!num(0, 1, x))
-				return die("--pmax needs a probability 0..1, got '" + v + "'");
-			c.pmax = x;
-			kset = true;
-		} else if (s == "--cc") {
-			c.setup.scheme = v;
-		} else if (s == "--cc-params") {
-			c.setup.params = v;
-		} else if (s == "--cc-set") {
-			auto eq = v.find('=');
-			if (eq == std::string::npos || eq == 0)
-				return die("--cc-set needs KEY=VALUE, got '" + v + "'");
-			c.setup.overrides[v.substr(0, eq)] = v.substr(eq + 1);
-		} else if (s == "--seed") {
-			if (!num(0, 1e18, x))
-				return die("--seed needs a number, got '" + v + "'");
-			c.seed = uint64_t(x);
-		} else if (s == "--trace") {
-			if (!num(0, 1024, x))
-				return die("--trace needs a count, got '" + v + "'");
-			c.trace_senders = int(x);
-		} else if (s == "--trace-out") {
-			trace_out = v;
-		} else if (s == "--queue-out") {
-			queue_out = v;
-		} else if (s == "--windows-out") {
-			windows_out = v;
-		} else {
-			return die("unknown option '" + s + "' (see quench help)");
-		}
-		if (!err.empty())
-			return die(err);
+	CLI::App app{"the reference model of one bottleneck: an ideal network to hold the emulator against", "model"};
+	cli::number(app, "--senders", c.senders, 1, 1024, "senders into the one receiver");
+	cli::rate(app, "--rate", c.line_rate_bps, "line rate of every link");
+	cli::time(app, "--delay", c.hop_delay_ns, "propagation per hop");
+	cli::number(app, "--mtu", mtu, 256, 9000, "IP MTU");
+	cli::size(app, "--size", c.flow_bytes, "bytes per sender (0: send for the whole duration)");
+	cli::time(app, "--stagger", c.stagger_ns, "sender i starts i x stagger later");
+	cli::time(app, "--jitter", c.jitter_ns, "plus a uniform random start offset in [0, T)");
+	cli::time(app, "--duration", c.duration_ns, "model time");
+	cli::time(app, "--from", from_ns, "goodput is averaged from this time");
+	cli::time(app, "--window", c.window_ns, "goodput window");
+	cli::time(app, "--queue-interval", c.queue_interval_ns, "queue sample interval");
+	auto *kmin = cli::size(app, "--kmin", c.kmin_bytes, "RED Kmin");
+	auto *kmax = cli::size(app, "--kmax", c.kmax_bytes, "RED Kmax");
+	auto *pmax = cli::number(app, "--pmax", c.pmax, 0, 1, "RED Pmax");
+	app.add_option("--cc", c.setup.scheme, "scheme (quench schemes)");
+	app.add_option("--cc-params", c.setup.params, "named parameter set");
+	cli::key_values(app, "--cc-set", c.setup.overrides, "one parameter, KEY=VALUE (repeatable)");
+	cli::number(app, "--seed", c.seed, 0, 1e18, "random seed");
+	cli::number(app, "--trace", c.trace_senders, 0, 1024, "rate traces of the first N senders");
+	app.add_option("--trace-out", trace_out, "rate trace CSV");
+	app.add_option("--queue-out", queue_out, "queue samples CSV");
+	app.add_option("--windows-out", windows_out, "goodput windows CSV");
+	app.add_flag("--derived", derived, "the scheme's parameters derived for this fabric");
+	bool at_dequeue = false, at_enqueue = false;
+	auto *deq = app.add_flag("--dequeue", at_dequeue, "mark at dequeue");
+	app.add_flag("--enqueue", at_enqueue, "mark at enqueue")->excludes(deq);
+	bool no_np = false;
+	app.add_flag("--no-np", no_np, "no notification point (negative control)");
+	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
+		return rc;
+	if (no_np)
+		c.setup.np = false;
+	kset = kmin->count() || kmax->count() || pmax->count();
+	if (at_dequeue || at_enqueue) {
+		c.mark_at_dequeue = at_dequeue;
+		mark_set = true;
 	}
 	if (c.duration_ns == 0 || c.window_ns == 0 || c.queue_interval_ns == 0)
 		return die("--duration, --window and --queue-interval must be positive");

@@ -24,6 +24,7 @@
 
 #include "bringup.h"
 #include "cc.h"
+#include "cli.h"
 #include "engine.h"
 #include "exec.h"
 #include "experiment.h"
@@ -1036,53 +1037,27 @@ volatile std::sig_atomic_t g_stop = 0;
 int cmd_run(int argc, char **argv, int first)
 {
 	RunArgs a;
-	for (int i = first; i < argc; i++) {
-		std::string s = argv[i];
-		auto val = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-		if (s == "--out")
-			a.out = val();
-		else if (s == "--name")
-			a.name = val();
-		else if (s == "--quiet")
-			a.quiet = true;
-		else if (s == "--attempts") {
-			std::string v = val();
-			a.attempts = std::atoi(v.c_str());
-			if (a.attempts < 1 || a.attempts > 10)
-				return die("run: --attempts needs a count in [1, 10], got '" + v + "'");
-		}
-		else if (s == "--link-credit") {
-			// negative control of the pacer's credit (docs/transport.md "The NIC model")
-			std::string v = val();
-			char *end = nullptr;
-			const long n = std::strtol(v.c_str(), &end, 10);
-			if (v.empty() || *end || n < 0 || n > 64)
-				return die("run: --link-credit needs a frame count in [0, 64], got '" + v + "'");
-			a.link_credit = int(n);
-		} else if (s == "--adapt-from") {
-			std::string v = val();
-			char *end = nullptr;
-			a.adapt_from = std::strtod(v.c_str(), &end);
-			if (v.empty() || *end || !(a.adapt_from >= 1 && a.adapt_from <= 10000))
-				return die("run: --adapt-from needs a dilation in [1, 10000], got '" + v + "'");
-		} else if (s == "--dilation") {
-			std::string v = val();
-			char *end = nullptr;
-			a.dilation = std::strtod(v.c_str(), &end);
-			if (v.empty() || *end || !(a.dilation >= 1))
-				return die("run: --dilation needs a number >= 1, got '" + v + "'");
-		} else if (s == "--schemes") {
-			std::istringstream ss(val());
+	CLI::App app{"an experiment end to end: calibration, every scheme on the same flows, a results folder", "run"};
+	app.add_option("EXPERIMENT", a.exp, "experiment file (netns/experiments/*.exp)");
+	app.add_option("--out", a.out, "results folder (default results/<time>-<name>)");
+	app.add_option("--name", a.name, "running topology name");
+	app.add_flag("--quiet", a.quiet, "no progress line");
+	cli::number(app, "--attempts", a.attempts, 1, 10, "runs per scheme until one is VALID");
+	// negative control of the pacer's credit (docs/transport.md "The NIC model")
+	cli::number(app, "--link-credit", a.link_credit, 0, 64, "the link pacer's credit in frames");
+	auto *adapt = cli::number(app, "--adapt-from", a.adapt_from, 1, 10000, "first D; CPU-bound attempts retried at 1.5 x D");
+	cli::number(app, "--dilation", a.dilation, 1, 1e5, "the D every scheme runs at (no calibration of D)")->excludes(adapt);
+	app.add_option_function<std::string>(
+		"--schemes",
+		[&a](const std::string &v) {
+			std::istringstream ss(v);
 			for (std::string x; std::getline(ss, x, ',');)
 				if (!x.empty())
 					a.schemes.push_back(x);
-		} else if (!s.empty() && s[0] == '-')
-			return die("run: unknown option '" + s + "'");
-		else if (a.exp.empty())
-			a.exp = s;
-		else
-			return die("run: one experiment file, got '" + a.exp + "' and '" + s + "'");
-	}
+		},
+		"comma-separated schemes instead of the experiment's");
+	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
+		return rc;
 	if (a.exp.empty())
 		return die("run: needs an experiment file (netns/experiments/*.exp)");
 	Ctx c;
@@ -1312,28 +1287,14 @@ int cmd_run(int argc, char **argv, int first)
 
 int cmd_jitter(int argc, char **argv, int first)
 {
-	double secs = 2, gap_us = 500, threads = 1;
-	for (int i = first; i < argc; i++) {
-		std::string s = argv[i];
-		std::string v = i + 1 < argc ? argv[i + 1] : "";
-		char *end = nullptr;
-		double x = std::strtod(v.c_str(), &end);
-		if ((s == "--seconds" || s == "--gap-us" || s == "--threads") &&
-		    (v.empty() || *end || !(x > 0) || (s == "--seconds" && x > 60) ||
-		     (s == "--threads" && (x > 64 || x != double(int(x))))))
-			return die("jitter: " + s + " needs a positive " +
-				   (s == "--seconds" ? "number up to 60" : s == "--threads" ? "count up to 64" : "number") +
-				   ", got '" + v + "'");
-		if (s == "--seconds")
-			secs = x;
-		else if (s == "--gap-us")
-			gap_us = x;
-		else if (s == "--threads")
-			threads = x;
-		else
-			return die("jitter: unknown option '" + s + "' (--seconds S, --gap-us G, --threads N)");
-		i++;
-	}
+	double secs = 2, gap_us = 500;
+	int threads = 1;
+	CLI::App app{"how often this machine stops a spinning loop for more than G us (preemption, steal)", "jitter"};
+	cli::number(app, "--seconds", secs, 1e-3, 60, "how long to spin");
+	cli::number(app, "--gap-us", gap_us, 1e-3, 1e9, "a stop longer than this counts");
+	cli::number(app, "--threads", threads, 1, 64, "spinning threads (one per CPU: every CPU busy)");
+	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
+		return rc;
 	auto steal = [] {
 		std::ifstream f("/proc/stat");
 		std::string cpu;
@@ -1427,9 +1388,12 @@ Result<CsvTable> read_csv(const std::string &path)
 
 int cmd_compare(int argc, char **argv, int first)
 {
-	if (argc - first != 2)
-		return die("compare: usage: quench compare RUN_A RUN_B (results folders)");
-	std::string ra = argv[first], rb = argv[first + 1];
+	std::string ra, rb;
+	CLI::App app{"two results folders side by side as ratios (B / A)", "compare"};
+	app.add_option("RUN_A", ra, "results folder A")->required();
+	app.add_option("RUN_B", rb, "results folder B")->required();
+	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
+		return rc;
 	auto A = read_csv(ra + "/summary.csv");
 	if (!A)
 		return die("compare: " + A.error().to_string());

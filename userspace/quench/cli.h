@@ -106,7 +106,8 @@ inline int parse(CLI::App &app, int argc, char **argv, int first)
 		std::fputs(app.help().c_str(), stdout);
 		return 0;
 	} catch (const CLI::ParseError &e) {
-		std::fprintf(stderr, "quench %s: %s\n", app.get_name().c_str(), e.what());
+		const std::string who = app.get_name() == "quench" ? "quench" : "quench " + app.get_name();
+		std::fprintf(stderr, "%s: %s (quench help for the usage)\n", who.c_str(), e.what());
 		return 2;
 	}
 	return -1;

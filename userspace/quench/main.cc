@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "cli.h"
 #include "bench_transport.h"
 #include "cc.h"
 #include "cmd_engine.h"
@@ -101,81 +102,83 @@ struct Args {
 	bool ecn_dequeue = false;
 };
 
-bool parse_num(const std::string &s, double &out)
+// The topology, switch and bench commands on CLI11: every option where the command takes it,
+// anywhere after the command; `-v` anywhere. Fills `a` (a.pos = command, subcommand, its
+// arguments). Return: -1 when parsed; else the exit status after the error (2) or help (0).
+int parse_args(int argc, char **argv, Args &a)
 {
-	char *end = nullptr;
-	out = std::strtod(s.c_str(), &end);
-	return end != s.c_str() && *end == '\0';
-}
-
-// Return: an error message, or "" when the arguments parsed.
-std::string parse_args(int argc, char **argv, Args &a)
-{
-	for (int i = 1; i < argc; i++) {
-		std::string s = argv[i];
-		auto need = [&](const char *what) -> const char * {
-			if (i + 1 >= argc)
-				return nullptr;
-			(void)what;
-			return argv[++i];
-		};
-		if (s == "-v" || s == "--verbose") {
-			a.verbose = true;
-		} else if (s == "--all") {
-			a.all = true;
-		} else if (s == "--no-steering") {
-			a.no_steering = true;
-		} else if (s == "--no-cables") {
-			a.no_cables = true;
-		} else if (s == "--ecn-dequeue") {
-			a.ecn_dequeue = true;
-		} else if (s == "--param") {
-			const char *v = need("--param");
-			if (!v)
-				return "--param needs KEY=VALUE";
-			std::string kv = v;
-			auto eq = kv.find('=');
-			if (eq == std::string::npos || eq == 0)
-				return "--param needs KEY=VALUE, got '" + kv + "'";
-			a.params[kv.substr(0, eq)] = kv.substr(eq + 1);
-		} else if (s == "--name") {
-			const char *v = need("--name");
-			if (!v)
-				return "--name needs a value";
-			a.name = v;
-		} else if (s == "--dilation") {
-			const char *v = need("--dilation");
-			if (!v || !parse_num(v, a.dilation))
-				return "--dilation needs a number";
-			a.dilation_given = true;
-		} else if (s == "--watch") {
-			a.watch = 1.0;
-			if (i + 1 < argc && parse_num(argv[i + 1], a.watch))
-				i++;
-			if (a.watch <= 0)
-				return "--watch needs a positive interval";
-		} else if (s == "--seconds") {
-			const char *v = need("--seconds");
-			if (!v || !parse_num(v, a.seconds) || a.seconds <= 0)
-				return "--seconds needs a positive number";
-		} else if (s == "--rounds" || s == "--size" || s == "--senders") {
-			const char *v = need(s.c_str());
-			double d;
-			if (!v || !parse_num(v, d) || d < 1 || d > 1e6)
-				return s + " needs an integer in [1, 1000000]";
-			if (s == "--rounds")
-				a.rounds = int(d);
-			else if (s == "--size")
-				a.size = size_t(d);
-			else
-				a.senders = int(d);
-		} else if (s.size() > 1 && s[0] == '-') {
-			return "unknown option '" + s + "'";
-		} else {
-			a.pos.push_back(s);
-		}
+	CLI::App app{"quench: a datacenter in network namespaces (docs/cli.md)", "quench"};
+	app.fallthrough(); // the main options (-v) after a command too
+	app.require_subcommand(1);
+	app.add_flag("-v,--verbose", a.verbose, "print every ip/tc command and libbpf debug output");
+	std::vector<std::string> rest; // a subcommand's positional arguments
+	auto params = [&](CLI::App *c) { qn::cli::key_values(*c, "--param", a.params, "a topology param, K=V (repeatable)"); };
+	auto name = [&](CLI::App *c) { c->add_option("--name", a.name, "the topology's name instead of the file's"); };
+	auto args = [&](CLI::App *c, const char *what, bool required) {
+		auto *o = c->add_option(what, rest, what);
+		if (required)
+			o->required();
+	};
+	CLI::App *topo = app.add_subcommand("topo", "topologies: check, up, down, show")->require_subcommand(1);
+	CLI::App *check = topo->add_subcommand("check", "parse, derive and print a topology (no root)");
+	args(check, "FILE", true);
+	params(check);
+	name(check);
+	CLI::App *up = topo->add_subcommand("up", "bring a topology up (idempotent)");
+	args(up, "FILE", true);
+	params(up);
+	name(up);
+	qn::cli::number(*up, "--dilation", a.dilation, 1, 10000, "time dilation D");
+	up->add_flag("--no-steering", a.no_steering, "no XDP steering on host ports");
+	up->add_flag("--no-cables", a.no_cables, "delayed switch links become plain veths");
+	CLI::App *down = topo->add_subcommand("down", "remove what `topo up` made");
+	args(down, "FILE|NAME", false);
+	params(down);
+	name(down);
+	down->add_flag("--all", a.all, "every quench topology");
+	CLI::App *show = topo->add_subcommand("show", "running topologies (or NAME), ports, addresses");
+	args(show, "NAME", false);
+	name(show);
+	CLI::App *sw = app.add_subcommand("switch", "switches: stats, set")->require_subcommand(1);
+	CLI::App *stats = sw->add_subcommand("stats", "per-port counters and queues from the pinned maps");
+	args(stats, "TOPO/SWITCH|SWITCH", false);
+	stats->add_option("--watch", a.watch, "redraw every SECONDS (default 1)")
+		->expected(0, 1)
+		->default_str("1")
+		->check(CLI::Validator(
+			[](std::string &v) {
+				char *end = nullptr;
+				const double d = std::strtod(v.c_str(), &end);
+				return !v.empty() && !*end && d > 0 ? std::string() : "'" + v + "' is not a positive interval";
+			},
+			"SECONDS"));
+	CLI::App *set = sw->add_subcommand("set", "change settings (docs/switch.md)");
+	args(set, "TOPO/SWITCH KEY=VALUE...", true);
+	CLI::App *bench = app.add_subcommand("bench", "benchmarks: switch, transport")->require_subcommand(1);
+	CLI::App *bsw = bench->add_subcommand("switch", "quench's switch vs a bare redirect, side by side");
+	CLI::App *btr = bench->add_subcommand("transport", "the engine vs kernel UDP and raw AF_XDP, side by side");
+	for (CLI::App *c : {bsw, btr}) {
+		qn::cli::number(*c, "--seconds", a.seconds, 1e-3, 3600, "per measurement");
+		qn::cli::number(*c, "--rounds", a.rounds, 1, 1e6, "alternating rounds");
 	}
-	return "";
+	qn::cli::number(*bsw, "--size", a.size, 1, 1e6, "frame bytes");
+	qn::cli::number(*bsw, "--senders", a.senders, 1, 1e6, "sending threads");
+	bsw->add_flag("--ecn-dequeue", a.ecn_dequeue, "RED decided at dequeue");
+	CLI::App *switchd = app.add_subcommand("switchd", "started by `topo up`; not for users");
+	switchd->group(""); // hidden
+	args(switchd, "NAME", true);
+	if (int rc = qn::cli::parse(app, argc, argv, 1); rc >= 0)
+		return rc;
+	for (CLI::App *c = &app; c;) {
+		auto subs = c->get_subcommands();
+		if (subs.empty())
+			break;
+		c = subs.front();
+		a.pos.push_back(c->get_name());
+	}
+	a.pos.insert(a.pos.end(), rest.begin(), rest.end());
+	a.dilation_given = up->count("--dilation") > 0;
+	return -1;
 }
 
 qn::Result<qn::Topology> load(const Args &a, const std::string &file)
@@ -404,16 +407,21 @@ int main(int argc, char **argv)
 		std::printf("grammar: BASE[/START][/FLOW][:lossy|:lossless], e.g. dcqcn+w:lossy, none/line-rate:lossless\n");
 		return 0;
 	}
+	if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0 ||
+	    std::strcmp(argv[1], "-h") == 0) {
+		std::fputs(kUsage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	{
+		const std::string c = argv[1];
+		if (c != "topo" && c != "switch" && c != "bench" && c != "switchd" && c.rfind('-', 0) != 0) {
+			std::fprintf(stderr, "quench: unknown command '%s'\n\n%s", c.c_str(), kUsage);
+			return 2;
+		}
+	}
 	Args a;
-	std::string err = parse_args(argc, argv, a);
-	if (!err.empty()) {
-		std::fprintf(stderr, "quench: %s\n\n%s", err.c_str(), kUsage);
-		return 2;
-	}
-	if (a.pos.empty() || a.pos[0] == "help" || a.pos[0] == "--help") {
-		std::fputs(kUsage, a.pos.empty() ? stderr : stdout);
-		return a.pos.empty() ? 2 : 0;
-	}
+	if (int rc = parse_args(argc, argv, a); rc >= 0)
+		return rc;
 	qn::set_exec_verbose(a.verbose);
 	qn::setup_libbpf_logging(a.verbose);
 	const std::string &cmd = a.pos[0];

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# build: every command and flag documented in docs/cli.md parses (QN_CLI_DRY=1: parse only, no
+# root, nothing brought up), and bad values are rejected naming the option. The examples below
+# must use every flag of docs/cli.md's synopsis: a flag documented without an example fails the
+# test (so does a documented form that stops parsing).
+# usage: test_cli_examples.sh QUENCH_BIN
+set -uo pipefail
+Q=$1
+DOC="$(dirname "$0")/../../docs/cli.md"
+fail() { echo "FAIL build_cli_examples: $*"; exit 1; }
+export QN_CLI_DRY=1
+good=(
+	"topo check netns/star.topo --param N=4 --name abc"
+	"topo up netns/star.topo --param N=4 --param X=1 --name abc --dilation 200 --no-steering --no-cables"
+	"topo down netns/star.topo --name abc"
+	"topo down abc"
+	"topo down --name abc"
+	"topo down --all"
+	"topo show"
+	"topo show abc"
+	"switch stats"
+	"switch stats abc/tor --watch"
+	"switch stats tor --watch 0.5"
+	"switch set abc/tor pfc=on kmin=5KB"
+	"-v topo show"
+	"topo show -v"
+	"--verbose topo show abc"
+	"gen abc --pattern incast --dst h1 --senders 3 --size 64KB --count 2 --sync-window 20us --interval 300us"
+	"gen abc --pattern long --senders h2,h3 --dst h1 --size 1MB --interval 5ms"
+	"gen abc --pattern poisson --load 0.3 --cdf netns/workloads/WebSearch_distribution.txt --duration 1ms"
+	"gen abc --pattern pingpong --count 10 --size 1000 --dst h1 --senders h2"
+	"gen abc --mode sr --ack-every 4 --window-bytes 64KB --qp-rate 2Gbps --rto-low 100us --rto-high 320us"
+	"gen abc --icrc --nic-delay 1us --switch-delay 1us --link-credit 1 --base-rtt 8us --timeout 1s --seed 7"
+	"gen abc --out f.csv --fct-out fct.txt --cc dcqcn --cc-params mellanox --cc-set t=300us --cc-set rai=5Mbps"
+	"gen abc --cc dcqcn+w:lossy --no-np --keep-switch-pfc --trace 8 --trace-out t.csv"
+	"gen abc --queues all --queue-interval 5us --queue-out q.csv"
+	"gen abc --queues tor:tor-p1,tor:tor-p2"
+	"engine abc --timeout 1s"
+	"run netns/experiments/incast-bg.exp --out /tmp/r --dilation 400 --schemes dcqcn,dcqcn+w --attempts 1 --link-credit 1 --name abc --quiet"
+	"run netns/experiments/incast-bg.exp --adapt-from 100"
+	"compare /tmp/a /tmp/b"
+	"jitter --seconds 2 --gap-us 500 --threads 2"
+	"model --senders 8 --rate 100Gbps --delay 1us --mtu 2048 --size 500KB --stagger 1us --jitter 170ns --duration 10ms"
+	"model --from 5ms --window 1ms --cc dcqcn --cc-params paper --cc-set g=0.0039 --derived"
+	"model --kmin 5KB --kmax 200KB --pmax 0.01 --enqueue --no-np --seed 3"
+	"model --dequeue --trace 8 --trace-out t.csv --queue-out q.csv --windows-out w.csv"
+	"bench switch --seconds 1 --rounds 4 --size 1024 --senders 2 --ecn-dequeue"
+	"bench transport --rounds 4 --seconds 1"
+)
+bad=(
+	"topo up netns/star.topo --dilation 0|--dilation"
+	"topo up|FILE is required"
+	"switch stats --watch -1|--watch"
+	"gen abc --pattern bursty|--pattern"
+	"gen abc --senders 0|--senders"
+	"gen abc --size big|--size"
+	"gen abc --cc-set rai|--cc-set"
+	"gen abc --mode tcp|--mode"
+	"gen abc --load 2|--load"
+	"gen abc --frobnicate|--frobnicate"
+	"gen|TOPO is required"
+	"run x.exp --attempts 0|--attempts"
+	"run x.exp --dilation 100 --adapt-from 10|--adapt-from"
+	"jitter --threads 1.5|--threads"
+	"model --delay soon|--delay"
+	"model --enqueue --dequeue|--dequeue"
+	"compare /tmp/a|RUN_B"
+	"bench switch --rounds 0|--rounds"
+	"frob|unknown command"
+)
+n=0
+for ex in "${good[@]}"; do
+	# shellcheck disable=SC2086
+	out=$("$Q" $ex 2>&1) || fail "documented form rejected: quench $ex: $out"
+	grep -q "^parsed: " <<<"$out" || fail "quench $ex did not stop after parsing: $out"
+	n=$((n + 1))
+done
+m=0
+for b in "${bad[@]}"; do
+	ex=${b%%|*} want=${b#*|}
+	# shellcheck disable=SC2086
+	if out=$("$Q" $ex 2>&1); then fail "accepted: quench $ex: $out"; fi
+	grep -qF -- "$want" <<<"$out" || fail "quench $ex: the error does not name '$want': $out"
+	m=$((m + 1))
+done
+# every flag of the documented synopsis has an example
+flags=$(sed -n '/^```$/,/^```$/p' "$DOC" | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+missing=""
+for f in $flags; do
+	printf '%s\n' "${good[@]}" | grep -qE -- "(^| )$f( |$)" || missing="$missing $f"
+done
+[ -z "$missing" ] || fail "documented flags without an example here:$missing"
+echo "PASS build_cli_examples: $n documented forms parse, $m bad ones rejected naming the option, every one of $(wc -w <<<"$flags") documented flags exercised"

@@ -26,6 +26,7 @@
 //       (UDP 4792; flow SENDER -> RECEIVER, DestQP Q, PSN N), outer UDP source port P.
 //   qn_traffic spin --seconds S [--cpu N] [--fifo PRIO]
 //       Busy-loops S seconds (at most 10) pinned to CPU N, at SCHED_FIFO PRIO when given.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
@@ -112,95 +113,98 @@ uint64_t get64(const uint8_t *p)
 	return v;
 }
 
+// An integer option that also takes 0x.. (opcodes, TOS, ports, QPNs, PSNs) into `out`.
+template <typename T> CLI::Option *integer(CLI::App &app, const std::string &name, T &out, const std::string &doc)
+{
+	return app.add_option_function<std::string>(
+		name,
+		[&out, name](const std::string &v) {
+			size_t used = 0;
+			long long x = 0;
+			try {
+				x = std::stoll(v, &used, 0);
+			} catch (const std::exception &) {
+				used = 0;
+			}
+			if (v.empty() || used != v.size())
+				throw CLI::ValidationError(name, "'" + v + "' is not an integer");
+			out = static_cast<T>(x);
+		},
+		doc);
+}
+
 Opts parse(int argc, char **argv)
 {
 	Opts o;
-	if (argc < 2)
-		die("usage: qn_traffic send|recv|rate ...");
-	o.cmd = argv[1];
-	for (int i = 2; i < argc; i++) {
-		std::string a = argv[i];
-		auto val = [&]() -> std::string {
-			if (i + 1 >= argc)
-				die(a + " needs a value");
-			return argv[++i];
-		};
-		if (a == "--netns")
-			o.netns = val();
-		else if (a == "--dev")
-			o.dev = val();
-		else if (a == "--dst-mac") {
-			auto m = parse_mac(val());
-			if (!m)
-				die(m.error().message);
-			o.dst_mac = *m;
-		} else if (a == "--src-ip" || a == "--dst-ip") {
-			auto ip = parse_ip(val());
-			if (!ip)
-				die(ip.error().message);
-			(a == "--src-ip" ? o.src_ip : o.dst_ip) = *ip;
-		} else if (a == "--size")
-			o.size = std::stoul(val());
-		else if (a == "--rate")
-			o.rate = std::stod(val());
-		else if (a == "--seconds")
-			o.seconds = std::stod(val());
-		else if (a == "--warmup")
-			o.warmup = std::stod(val());
-		else if (a == "--count")
-			o.count = std::stoull(val());
-		else if (a == "--seq-base")
-			o.seq_base = std::stoull(val());
-		else if (a == "--expect")
-			o.expect = std::stoull(val());
-		else if (a == "--flows")
-			o.flows = std::stoi(val());
-		else if (a == "--opcode")
-			o.opcode = std::stoi(val(), nullptr, 0);
-		else if (a == "--dport")
-			o.dport = std::stoi(val());
-		else if (a == "--tos")
-			o.tos = std::stoi(val(), nullptr, 0);
-		else if (a == "--honor-pfc")
-			o.honor_pfc = std::stoi(val());
-		else if (a == "--link-rate")
-			o.link_rate = std::stod(val());
-		else if (a == "--linger")
-			o.linger = std::stod(val());
-		else if (a == "--sndbuf")
-			o.sndbuf = std::stoi(val());
-		else if (a == "--prio")
-			o.prio = std::stoi(val());
-		else if (a == "--cpu")
-			o.cpu = std::stoi(val());
-		else if (a == "--fifo")
-			o.fifo = std::stoi(val());
-		else if (a == "--quanta")
-			o.quanta = std::stoi(val());
-		else if (a == "--xon-after-ms")
-			o.xon_after_ms = std::stod(val());
-		else if (a == "--kind")
-			o.kind = val();
-		else if (a == "--sport")
-			o.sport = std::stoi(val(), nullptr, 0);
-		else if (a == "--dest-qp")
-			o.dest_qp = uint32_t(std::stoul(val(), nullptr, 0));
-		else if (a == "--psn")
-			o.psn = uint32_t(std::stoul(val(), nullptr, 0));
-		else if (a == "--pause-us")
-			o.pause_us = std::stoi(val());
-		else if (a == "--peer-ip") {
-			auto ip = parse_ip(val());
-			if (!ip)
-				die(ip.error().to_string());
-			o.peer_ip = *ip;
-		} else if (a == "--ring")
-			o.ring = true;
-		else if (a == "--stamp")
-			o.stamp = true;
-		else
-			die("unknown option " + a);
+	CLI::App app{"raw AF_PACKET traffic for the integration tests", "qn_traffic"};
+	app.require_subcommand(1);
+	std::vector<CLI::App *> cmds;
+	for (const char *c : {"send", "recv", "rate", "pause", "signal", "spin", "spike"})
+		cmds.push_back(app.add_subcommand(c, std::string("qn_traffic ") + c));
+	for (CLI::App *c : cmds) {
+		CLI::App &x = *c;
+		x.add_option("--netns", o.netns, "namespace");
+		x.add_option("--dev", o.dev, "device");
+		x.add_option_function<std::string>(
+			"--dst-mac",
+			[&o](const std::string &v) {
+				auto m = parse_mac(v);
+				if (!m)
+					throw CLI::ValidationError("--dst-mac", m.error().message);
+				o.dst_mac = *m;
+			},
+			"destination MAC");
+		for (auto [name, field] : {std::pair{"--src-ip", &o.src_ip}, std::pair{"--dst-ip", &o.dst_ip},
+					   std::pair{"--peer-ip", &o.peer_ip}}) {
+			const std::string n = name;
+			uint32_t *f = field;
+			x.add_option_function<std::string>(
+				n,
+				[n, f](const std::string &v) {
+					auto ip = parse_ip(v);
+					if (!ip)
+						throw CLI::ValidationError(n, ip.error().message);
+					*f = *ip;
+				},
+				"IPv4 address");
+		}
+		integer(x, "--size", o.size, "frame bytes");
+		x.add_option("--rate", o.rate, "frames per second (0: as fast as possible)");
+		x.add_option("--seconds", o.seconds, "how long");
+		x.add_option("--warmup", o.warmup, "seconds before measuring");
+		integer(x, "--count", o.count, "frames");
+		integer(x, "--seq-base", o.seq_base, "first sequence number");
+		integer(x, "--expect", o.expect, "frames the receiver expects");
+		integer(x, "--flows", o.flows, "UDP source ports");
+		integer(x, "--opcode", o.opcode, "BTH opcode");
+		integer(x, "--dport", o.dport, "UDP destination port");
+		integer(x, "--tos", o.tos, "IP TOS byte");
+		integer(x, "--honor-pfc", o.honor_pfc, "priority whose PAUSE frames the sender obeys");
+		x.add_option("--link-rate", o.link_rate, "wall bit/s of the sender's link");
+		x.add_option("--linger", o.linger, "seconds to keep reading PFC frames after sending");
+		integer(x, "--sndbuf", o.sndbuf, "SO_SNDBUF bytes");
+		integer(x, "--prio", o.prio, "pause: priority");
+		integer(x, "--cpu", o.cpu, "spin: CPU");
+		integer(x, "--fifo", o.fifo, "spin: SCHED_FIFO priority");
+		integer(x, "--quanta", o.quanta, "pause: quanta");
+		x.add_option("--xon-after-ms", o.xon_after_ms, "pause: XON after this");
+		x.add_option("--kind", o.kind, "signal: bts or postcard");
+		integer(x, "--sport", o.sport, "signal: UDP source port");
+		integer(x, "--dest-qp", o.dest_qp, "signal: DestQP");
+		integer(x, "--psn", o.psn, "signal: PSN");
+		integer(x, "--pause-us", o.pause_us, "signal: BTS pause time");
+		x.add_flag("--ring", o.ring, "send through a TX ring (non-linear skbs)");
+		x.add_flag("--stamp", o.stamp, "stamp frames with a sequence and time");
 	}
+	try {
+		app.parse(argc, argv);
+	} catch (const CLI::CallForHelp &) {
+		std::fputs(app.help().c_str(), stdout);
+		std::exit(0);
+	} catch (const CLI::ParseError &e) {
+		die(e.what());
+	}
+	o.cmd = app.get_subcommands().front()->get_name();
 	if (o.dev.empty() && o.cmd != "spin")
 		die("--dev is required");
 	return o;
@@ -725,12 +729,7 @@ int cmd_signal(const Opts &o)
 
 int main(int argc, char **argv)
 {
-	Opts o;
-	try {
-		o = parse(argc, argv);
-	} catch (const std::exception &e) {
-		die(std::string("bad number in the arguments (") + e.what() + ")");
-	}
+	Opts o = parse(argc, argv);
 	if (o.cmd == "send")
 		return cmd_send(o);
 	if (o.cmd == "recv")

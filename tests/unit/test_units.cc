@@ -60,6 +60,8 @@ TEST_CASE("format__round_trips_through_parse", "[units]")
 	CHECK(format_time(12'500) == "12.5us");
 	CHECK(format_size(12'000'000) == "12MB");
 	CHECK(format_size(2048) == "2048B");
+	CHECK(format_size(2'000'000'000) == "2GB"); // and it reads back
+	CHECK(*parse_size_bytes(format_size(2'000'000'000)) == 2'000'000'000);
 }
 
 TEST_CASE("Dilation__applies_only_where_named", "[units]")

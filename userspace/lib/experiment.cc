@@ -10,6 +10,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "params.h"
 #include "units.h"
 
 namespace qn {
@@ -245,6 +246,52 @@ void apply_preset(Topology &t, const Preset &p)
 
 namespace {
 
+// A workload line's keys, before hosts and files are resolved: one parameter table per workload
+// kind (params.h), each the rows of its keys.
+struct WorkloadKeys {
+	std::string dst, senders, cdf, file;
+	uint64_t size = 0, window_ns = 0, count = 1, interval_ns = 0, start_ns = 0, duration_ns = 0;
+	double load = 0;
+};
+
+const ParamTable<WorkloadKeys> &workload_table(Workload::Kind k)
+{
+	using W = WorkloadKeys;
+	using K = ParamKind;
+	const std::vector<Param<W>> all = {
+		{"dst", K::Text, &W::dst, 0, 0, {}, "the receiving host"},
+		{"senders", K::Text, &W::senders, 0, 0, {}, "a count N (the first N other hosts) or hosts H,H,.."},
+		{"size", K::Size, &W::size, 1, 1e12, {}, "bytes per message"},
+		{"window", K::Time, &W::window_ns, 0, 1e12, {}, "incast: start times uniform in this window"},
+		{"count", K::Count, &W::count, 1, 100000, {}, "incast: rounds"},
+		{"interval", K::Time, &W::interval_ns, 0, 1e12, {}, "incast: between rounds; long: between senders"},
+		{"start", K::Time, &W::start_ns, 0, 1e12, {}, "offset of the workload's first flow"},
+		{"load", K::Number, &W::load, 1e-9, 1, {}, "poisson: fraction of each host's link"},
+		{"cdf", K::Text, &W::cdf, 0, 0, {}, "poisson: flow-size CDF (a name or a file)"},
+		{"duration", K::Time, &W::duration_ns, 1, 1e12, {}, "poisson: arrivals for this long"},
+		{"file", K::Text, &W::file, 0, 0, {}, "flows: an ns-3 flow file"},
+	};
+	auto only = [&](std::initializer_list<const char *> keys) {
+		std::vector<Param<W>> v;
+		for (const auto &r : all)
+			for (const char *n : keys)
+				if (std::string(r.name) == n)
+					v.push_back(r);
+		return v;
+	};
+	static const ParamTable<W> incast("workload incast", only({"dst", "senders", "size", "window", "count", "interval", "start"}));
+	static const ParamTable<W> lng("workload long", only({"dst", "senders", "size", "interval", "start"}));
+	static const ParamTable<W> poisson("workload poisson", only({"load", "cdf", "duration", "start"}));
+	static const ParamTable<W> flows("workload flows", only({"file", "start"}));
+	switch (k) {
+	case Workload::Kind::Incast: return incast;
+	case Workload::Kind::Long: return lng;
+	case Workload::Kind::Poisson: return poisson;
+	case Workload::Kind::Flows: return flows;
+	}
+	return incast;
+}
+
 Result<Workload> parse_workload(const std::string &src, int line, const std::vector<std::string> &t)
 {
 	Workload w;
@@ -262,93 +309,57 @@ Result<Workload> parse_workload(const std::string &src, int line, const std::vec
 		w.kind = Workload::Kind::Flows;
 	else
 		return err_at(src, line, "workload", "unknown workload '" + kind + "' (incast, long, poisson, flows)");
-	std::map<std::string, bool> allowed;
-	switch (w.kind) {
-	case Workload::Kind::Incast:
-		allowed = {{"dst", 1}, {"senders", 1}, {"size", 1}, {"window", 1}, {"count", 1}, {"interval", 1}, {"start", 1}};
-		break;
-	case Workload::Kind::Long:
-		allowed = {{"dst", 1}, {"senders", 1}, {"size", 1}, {"interval", 1}, {"start", 1}};
-		break;
-	case Workload::Kind::Poisson:
-		allowed = {{"load", 1}, {"cdf", 1}, {"duration", 1}, {"start", 1}};
-		break;
-	case Workload::Kind::Flows:
-		allowed = {{"file", 1}, {"start", 1}};
-		break;
-	}
+	WorkloadKeys x;
+	const ParamTable<WorkloadKeys> &table = workload_table(w.kind);
 	std::map<std::string, bool> seen;
 	for (size_t i = 2; i < t.size(); i++) {
 		auto kv = split_kv(src, line, t[i]);
 		if (!kv)
 			return kv.error();
 		const std::string &k = kv->key, &v = kv->value;
-		if (!allowed.count(k)) {
-			std::string names;
-			for (const auto &[n, _] : allowed)
-				names += (names.empty() ? "" : ", ") + n;
-			return err_at(src, line, k, "not a key of workload " + kind + " (" + names + ")");
-		}
 		if (seen[k])
 			return err_at(src, line, k, "given twice");
 		seen[k] = true;
-		auto time = [&](uint64_t &out) { return time_at(src, line, k, v, out); };
-		if (k == "dst") {
-			w.dst = v;
-		} else if (k == "senders") {
-			char *end = nullptr;
-			long n = std::strtol(v.c_str(), &end, 10);
-			if (!v.empty() && !*end) {
-				if (n < 1)
-					return err_at(src, line, k, "needs at least one sender");
-				w.nsenders = int(n);
-			} else {
-				std::istringstream ss(v);
-				for (std::string s; std::getline(ss, s, ',');)
-					if (!s.empty())
-						w.senders.push_back(s);
-				if (w.senders.empty())
-					return err_at(src, line, k, "'" + v + "' is not a count or a list of hosts");
-			}
-		} else if (k == "size") {
-			auto b = parse_size_bytes(v);
-			if (!b || *b == 0)
-				return err_at(src, line, k, "'" + v + "' is not a positive size (e.g. 64KB)");
-			w.size = *b;
-		} else if (k == "window") {
-			QN_TRY(time(w.window_ns));
-		} else if (k == "interval") {
-			QN_TRY(time(w.interval_ns));
-		} else if (k == "start") {
-			QN_TRY(time(w.start_ns));
-		} else if (k == "duration") {
-			QN_TRY(time(w.duration_ns));
-			if (w.duration_ns == 0)
-				return err_at(src, line, k, "must be positive");
-		} else if (k == "count") {
-			char *end = nullptr;
-			long n = std::strtol(v.c_str(), &end, 10);
-			if (v.empty() || *end || n < 1 || n > 100000)
-				return err_at(src, line, k, "'" + v + "' is not a count in [1, 100000]");
-			w.count = uint64_t(n);
-		} else if (k == "load") {
-			char *end = nullptr;
-			double x = std::strtod(v.c_str(), &end);
-			if (v.empty() || *end || !(x > 0) || x > 1)
-				return err_at(src, line, k, "'" + v + "' is not a load in (0, 1]");
-			w.load = x;
-		} else if (k == "cdf") {
-			auto it = kCdfNames.find(v);
-			auto r = resolve(src, line, k, it == kCdfNames.end() ? v : it->second, "workloads", {".txt"});
-			if (!r)
-				return r.error();
-			w.cdf = *r;
-		} else if (k == "file") {
-			auto r = resolve(src, line, k, v, "", {});
-			if (!r)
-				return r.error();
-			w.file = *r;
+		if (auto st = table.apply(x, k, v); !st.ok())
+			return err_at(src, line, k, st.error().message);
+	}
+	// what the table cannot say: hosts, files
+	w.dst = x.dst;
+	w.size = x.size;
+	w.window_ns = x.window_ns;
+	w.count = x.count;
+	w.interval_ns = x.interval_ns;
+	w.start_ns = x.start_ns;
+	w.load = x.load;
+	w.duration_ns = x.duration_ns;
+	if (seen["senders"]) {
+		char *end = nullptr;
+		const long n = std::strtol(x.senders.c_str(), &end, 10);
+		if (!*end) {
+			if (n < 1)
+				return err_at(src, line, "senders", "needs at least one sender");
+			w.nsenders = int(n);
+		} else {
+			std::istringstream ss(x.senders);
+			for (std::string h; std::getline(ss, h, ',');)
+				if (!h.empty())
+					w.senders.push_back(h);
+			if (w.senders.empty())
+				return err_at(src, line, "senders", "'" + x.senders + "' is not a count or a list of hosts");
 		}
+	}
+	if (seen["cdf"]) {
+		auto it = kCdfNames.find(x.cdf);
+		auto r = resolve(src, line, "cdf", it == kCdfNames.end() ? x.cdf : it->second, "workloads", {".txt"});
+		if (!r)
+			return r.error();
+		w.cdf = *r;
+	}
+	if (seen["file"]) {
+		auto r = resolve(src, line, "file", x.file, "", {});
+		if (!r)
+			return r.error();
+		w.file = *r;
 	}
 	auto need = [&](const char *k) -> Status {
 		if (!seen[k])

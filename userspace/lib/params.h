@@ -5,7 +5,8 @@
 //
 // Kinds and their value syntax (userspace/lib/units.h): number (a decimal in [lo, hi]), count
 // (an integer in [lo, hi]), time ("55us"), rate ("40Mbps"), size ("10MB", "0" = off where the
-// doc says so), flag (on/off, 1/0, yes/no), choice (one of the listed words).
+// doc says so), flag (on/off, 1/0, yes/no), choice (one of the listed words), text (any
+// non-empty string, checked by its owner).
 #pragma once
 
 #include <cmath>
@@ -21,14 +22,14 @@
 
 namespace qn {
 
-enum class ParamKind { Number, Count, Time, Rate, Size, Flag, Choice };
+enum class ParamKind { Number, Count, Time, Rate, Size, Flag, Choice, Text };
 
 template <typename T> struct Param {
 	const char *name;
 	ParamKind kind;
-	// The member it sets: double for Number, uint32_t for Count, uint64_t for Time, Rate, Size,
-	// bool for Flag, int (the index into `choices`) for Choice.
-	std::variant<double T::*, uint32_t T::*, uint64_t T::*, bool T::*, int T::*> member;
+	// The member it sets: double for Number, uint32_t or uint64_t for Count, uint64_t for Time,
+	// Rate, Size, bool for Flag, int (the index into `choices`) for Choice, std::string for Text.
+	std::variant<double T::*, uint32_t T::*, uint64_t T::*, bool T::*, int T::*, std::string T::*> member;
 	double lo = 0, hi = 0;                 // Number, Count, Time (ns), Rate (bit/s), Size (bytes)
 	std::vector<const char *> choices = {}; // Choice
 	const char *doc = "";
@@ -59,6 +60,8 @@ public:
 					   " in [" + num(p->lo) + ", " + num(p->hi) + "]");
 			if (p->kind == ParamKind::Number)
 				x.*std::get<double T::*>(p->member) = d;
+			else if (std::holds_alternative<uint64_t T::*>(p->member))
+				x.*std::get<uint64_t T::*>(p->member) = uint64_t(d);
 			else
 				x.*std::get<uint32_t T::*>(p->member) = uint32_t(d);
 			return ok_status();
@@ -91,6 +94,11 @@ public:
 					return ok_status();
 				}
 			return bad("is not " + list(p->choices, ", ", " or "));
+		case ParamKind::Text:
+			if (value.empty())
+				return bad("is empty");
+			x.*std::get<std::string T::*>(p->member) = value;
+			return ok_status();
 		}
 		return make_error("unreachable");
 	}
@@ -132,7 +140,9 @@ public:
 	{
 		switch (p.kind) {
 		case ParamKind::Number: return num(x.*std::get<double T::*>(p.member));
-		case ParamKind::Count: return std::to_string(x.*std::get<uint32_t T::*>(p.member));
+		case ParamKind::Count:
+			return std::holds_alternative<uint64_t T::*>(p.member) ? std::to_string(x.*std::get<uint64_t T::*>(p.member))
+									      : std::to_string(x.*std::get<uint32_t T::*>(p.member));
 		case ParamKind::Time:
 		case ParamKind::Rate:
 		case ParamKind::Size: return show(p.kind, double(x.*std::get<uint64_t T::*>(p.member)));
@@ -141,6 +151,7 @@ public:
 			const int i = x.*std::get<int T::*>(p.member);
 			return i >= 0 && size_t(i) < p.choices.size() ? p.choices[size_t(i)] : "?";
 		}
+		case ParamKind::Text: return x.*std::get<std::string T::*>(p.member);
 		}
 		return "?";
 	}
@@ -181,6 +192,7 @@ private:
 		case ParamKind::Size: return "size " + show(p.kind, p.lo) + ".." + show(p.kind, p.hi);
 		case ParamKind::Flag: return "on|off";
 		case ParamKind::Choice: return list(p.choices, "|", "|");
+		case ParamKind::Text: return "text";
 		}
 		return "";
 	}

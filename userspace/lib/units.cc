@@ -138,6 +138,8 @@ std::string format_time(uint64_t ns)
 std::string format_size(uint64_t bytes)
 {
 	double v = static_cast<double>(bytes);
+	if (bytes >= 1000000000ULL && bytes % 1000000ULL == 0)
+		return fmt_num(v / 1e9) + "GB";
 	if (bytes >= 1000000ULL && bytes % 1000ULL == 0)
 		return fmt_num(v / 1e6) + "MB";
 	if (bytes >= 1000ULL && bytes % 1000ULL == 0)

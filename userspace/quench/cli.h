@@ -16,42 +16,32 @@
 
 namespace qn::cli {
 
+// A value of one of quench's unit kinds, parsed by `parse` (units.h) into `out`.
+inline CLI::Option *unit(CLI::App &app, const std::string &name, uint64_t &out,
+			 Result<uint64_t> (*parse)(std::string_view), const std::string &doc)
+{
+	return app.add_option_function<std::string>(
+		name,
+		[&out, name, parse](const std::string &v) {
+			auto r = parse(v);
+			if (!r)
+				throw CLI::ValidationError(name, r.error().message);
+			out = *r;
+		},
+		doc);
+}
 // A time ("55us"), a rate ("10Gbps"), a size ("64KB") into `out`.
 inline CLI::Option *time(CLI::App &app, const std::string &name, uint64_t &out, const std::string &doc)
 {
-	return app.add_option_function<std::string>(
-		name,
-		[&out, name](const std::string &v) {
-			auto r = parse_time_ns(v);
-			if (!r)
-				throw CLI::ValidationError(name, r.error().message);
-			out = *r;
-		},
-		doc);
+	return unit(app, name, out, parse_time_ns, doc);
 }
 inline CLI::Option *rate(CLI::App &app, const std::string &name, uint64_t &out, const std::string &doc)
 {
-	return app.add_option_function<std::string>(
-		name,
-		[&out, name](const std::string &v) {
-			auto r = parse_rate_bps(v);
-			if (!r)
-				throw CLI::ValidationError(name, r.error().message);
-			out = *r;
-		},
-		doc);
+	return unit(app, name, out, parse_rate_bps, doc);
 }
 inline CLI::Option *size(CLI::App &app, const std::string &name, uint64_t &out, const std::string &doc)
 {
-	return app.add_option_function<std::string>(
-		name,
-		[&out, name](const std::string &v) {
-			auto r = parse_size_bytes(v);
-			if (!r)
-				throw CLI::ValidationError(name, r.error().message);
-			out = *r;
-		},
-		doc);
+	return unit(app, name, out, parse_size_bytes, doc);
 }
 // A number in [lo, hi] into `out` (any arithmetic type; integers must be whole).
 template <typename T>

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "abi.h"
-#include "topology.h"
+#include "addr.h"
 
 namespace qn::tp {
 

@@ -11,11 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "addr.h"
 #include "result.h"
 
 namespace qn {
-
-using Mac = std::array<uint8_t, 6>;
 
 enum class NodeKind { Host, Switch };
 
@@ -110,11 +109,6 @@ Result<Topology> parse_ns3_topology(const std::string &text, const std::string &
 
 // Fill ports, interface names, ifindexes, MACs and host addresses; validate the graph.
 Status derive(Topology &t);
-
-std::string ip_to_string(uint32_t ip);
-Result<uint32_t> parse_ip(const std::string &s);
-std::string mac_to_string(const Mac &m);
-Result<Mac> parse_mac(const std::string &s);
 
 // The ns-3 simulator's address for node id i: 11.0.0.0 + ((i/256) << 16) + ((i%256) << 8) + 1.
 uint32_t ns3_node_ip(int id);

@@ -9,12 +9,14 @@
 source "$(dirname "$0")/lib.sh"
 
 steal_ticks() { awk '/^cpu / {print $9}' /proc/stat; }
+idle_ticks() { awk '/^cpu / {print $5 + $6}' /proc/stat; } # idle + iowait
 
 # check_rate GBPS: one attempt. Return: 0 pass, 1 fail, 2 inconclusive: a precondition of the
 # measurement did not hold, with the reason in $WHY: the hypervisor stole more than 2% of the CPU
-# time (the shaper's timers ran late for reasons outside the machine, DESIGN.md §5), or the
+# time (the shaper's timers ran late for reasons outside the machine, DESIGN.md §5), the
 # senders did not keep the bottleneck's queue busy (they, not the shaper, set the rate: 7.73 of
-# 8 Gbit/s offered was seen once on a busy machine).
+# 8 Gbit/s offered was seen once on a busy machine), or the rate missed while the CPUs were
+# busy (under 25% idle: the shaper's dequeue ran late).
 check_rate() {
 	local gbps=$1
 	topo=$(write_dumbbell ${gbps}Gbps 16000 20Gbps 24MB)
@@ -38,9 +40,10 @@ check_rate() {
 		--seconds 6 --size 16000 --flows 4
 	bg tx2 "$TRAFFIC" send --netns "$(ns h2)" --dev h2-eth0 --dst-mac "$M2" --src-ip "$H2" --dst-ip "$H4" \
 		--seconds 6 --size 16000 --flows 4
-	local st0 st1
+	local st0 st1 id0 id1
 	sleep 2
 	st0=$(steal_ticks)
+	id0=$(idle_ticks)
 	bg rate "$TRAFFIC" rate --netns "$(ns s1)" --dev s1-p3 --warmup 0 --seconds 3
 	# While the rate is measured, the data class must hold a queue: the shaper, not the
 	# senders, sets the rate. Ten samples; HTB drains in bursts, so allow a few empty ones.
@@ -53,6 +56,7 @@ check_rate() {
 	done
 	wait "$PID_rate" || fail "rate measurement: $(cat "$WORK/rate.out")"
 	st1=$(steal_ticks)
+	id1=$(idle_ticks)
 	wait "$PID_tx1" || fail "sender h1: $(cat "$WORK/tx1.out")"
 	wait "$PID_tx2" || fail "sender h2: $(cat "$WORK/tx2.out")"
 	local wire offered
@@ -62,7 +66,9 @@ check_rate() {
 	# steal is in USER_HZ ticks summed over CPUs: 2% of 3 s on $(nproc) CPUs
 	local steal_pct
 	steal_pct=$(awk -v d=$((st1 - st0)) -v n="$(nproc)" 'BEGIN { printf "%.1f", 100 * d / (300 * n) }')
-	echo "steal during the measurement: ${steal_pct}%"
+	local idle_pct
+	idle_pct=$(awk -v d=$((id1 - id0)) -v n="$(nproc)" 'BEGIN { printf "%.1f", 100 * d / (300 * n) }')
+	echo "steal during the measurement: ${steal_pct}%; CPUs idle ${idle_pct}%"
 	if awk -v p="$steal_pct" 'BEGIN { exit p > 2 ? 0 : 1 }'; then
 		WHY="the hypervisor stole ${steal_pct}% of the CPU time (> 2%)"
 		"$QUENCH" topo down "$topo"
@@ -73,8 +79,20 @@ check_rate() {
 		"$QUENCH" topo down "$topo"
 		return 2
 	fi
-	awk -v w="$wire" -v g="$gbps" 'BEGIN { r = w / (g * 1e9); printf "ratio %.4f\n", r; exit (r >= 0.98 && r <= 1.02) ? 0 : 1 }' ||
-		fail "bottleneck at ${gbps} Gbit/s ran at ${wire} wire bit/s (outside 2%)"
+	if ! awk -v w="$wire" -v g="$gbps" 'BEGIN { r = w / (g * 1e9); printf "ratio %.4f\n", r; exit (r >= 0.98 && r <= 1.02) ? 0 : 1 }'; then
+		# A miss while the CPUs were mostly busy (under 25% idle) is the machine, not the
+		# shaper: at 8 Gbit/s both senders, both switches' pipelines and HTB's dequeue and
+		# watchdog share 2 cores, and the dequeue runs late (measured 2026-11-23 with this
+		# test: 8 Gbit/s at 9-19% idle gave ratios 0.966-0.993 with the queue never empty and
+		# no steal, the binaries of 22e3cd6 the same; 1 Gbit/s at 90% idle 0.9999). It is
+		# retried at a lower wall rate; a miss with CPU to spare fails.
+		if awk -v p="$idle_pct" 'BEGIN { exit p < 25 ? 0 : 1 }'; then
+			WHY="the shaper ran at ${wire} wire bit/s with the CPUs ${idle_pct}% idle (busy: the senders, not the shaper, held the CPU)"
+			"$QUENCH" topo down "$topo"
+			return 2
+		fi
+		fail "bottleneck at ${gbps} Gbit/s ran at ${wire} wire bit/s (outside 2%) with the CPUs ${idle_pct}% idle"
+	fi
 	"$QUENCH" topo down "$topo"
 }
 
@@ -98,7 +116,7 @@ for case in low high; do
 		if [ $rc -eq 0 ]; then ok=1; break; fi
 		echo "attempt $attempt at $g Gbit/s inconclusive: $WHY; retrying"
 		reasons="${reasons:+$reasons; }$g Gbit/s: $WHY"
-		case "$WHY" in *"senders, not the shaper"*) k=$((k + 1)) ;; esac
+		case "$WHY" in *"senders, not the shaper"*) k=$((k + 1)) ;; esac # (both the empty queue and the saturated CPU)
 	done
 	[ "$attempt" -eq 1 ] || echo "$case rate: $((attempt - ${ok:-0})) inconclusive attempt(s) before $([ -n "$ok" ] && echo "a conclusive one at $g Gbit/s" || echo "giving up")"
 	[ -n "$ok" ] || skip "inconclusive ($case rate): no attempt of 4 could measure the shaper ($reasons)"

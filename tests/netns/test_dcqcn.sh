@@ -87,13 +87,28 @@ dq="pfc=on ecn_at=dequeue kmin=4096 kmax=50000 pmax=0.01"
 "$QUENCH" switch set "$TOPO_NAME/tor" $dq >/dev/null
 # Every mark the port decides at dequeue reaches the receiver (h1's XDP applies it): exact counts
 # (PFC on: nothing is dropped between the port and the receiver).
-ce0=$(ce_sw)
-out=$(gen --pattern long --senders 8 --size 512KB --dst h1 --cc dcqcn $derived) || fail "dequeue marks: $out"
-ce_dq=$(($(ce_sw) - ce0))
-ce_rx=$(hostsum "$out" ce_rx)
-echo "dequeue marks: tor-p1 decided $ce_dq, the receiver saw $ce_rx CE packets"
-[ "$ce_dq" -gt 0 ] || fail "the port decided no mark at dequeue"
-[ "$ce_rx" -eq "$ce_dq" ] || fail "the port decided $ce_dq marks at dequeue, the receiver saw $ce_rx ($(grep -E '^host|^validity' <<<"$out"))"
+# The count is exact only when every packet crossed the port once: a run that retransmitted
+# (nothing should be lost with PFC on; seen once in a fresh-clone make test: 17 resent
+# packets, the receiver counting 249 CE against 242 decisions) is inconclusive and repeated,
+# up to three times.
+dq_ok=""
+for attempt in 1 2 3; do
+	ce0=$(ce_sw)
+	out=$(gen --pattern long --senders 8 --size 512KB --dst h1 --cc dcqcn $derived) || fail "dequeue marks: $out"
+	ce_dq=$(($(ce_sw) - ce0))
+	ce_rx=$(hostsum "$out" ce_rx)
+	echo "dequeue marks attempt $attempt: tor-p1 decided $ce_dq, the receiver saw $ce_rx CE packets; $(grep -oE 'retransmitted [0-9]+, timeouts [0-9]+, duplicates [0-9]+' <<<"$out")"
+	if ! grep -q "retransmitted 0, timeouts 0, duplicates 0" <<<"$out"; then
+		echo "dequeue marks attempt $attempt inconclusive: packets were resent, so they crossed the port more than once"
+		continue
+	fi
+	[ "$ce_dq" -gt 0 ] || fail "the port decided no mark at dequeue"
+	[ "$ce_rx" -eq "$ce_dq" ] || fail "the port decided $ce_dq marks at dequeue, the receiver saw $ce_rx ($(grep -E '^host|^validity' <<<"$out"))"
+	dq_ok=1
+	break
+done
+dq_unchecked=""
+[ -n "$dq_ok" ] || dq_unchecked="dequeue marks not counted (inconclusive): every attempt of 3 resent packets"
 valid_run dcqcn "$dq" gen --pattern long --senders 8 --size 5MB --dst h1 --cc dcqcn $derived $q --trace 8 \
 	--trace-out "$WORK/incast.csv" --out "$WORK/incast-flows.csv" || unchecked="${unchecked:+$unchecked, }DCQCN incast"
 for v in none dcqcn; do
@@ -229,5 +244,6 @@ jain=$(awk -v c="$conv" '$1 >= c {s += $2; n++} END {printf "%.4f", s/n}' "$WORK
 echo "fairness: Jain $jain over 1 ms windows from $(((conv - 5000000) / 1000)) us after the second flow started (convergence time, fabric) to ${first_done} ns; $(grep -E '^validity' <<<"$out")"
 awk -v j="$jain" 'BEGIN {exit !(j >= 0.95)}' || fail "Jain index $jain < 0.95"
 unchecked="${unchecked}${unchecked:+${dil_unchecked:+; }}${dil_unchecked}"
+unchecked="${unchecked}${unchecked:+${dq_unchecked:+; }}${dq_unchecked}"
 [ -z "$unchecked" ] || skip "every other check passed; $unchecked"
 pass "NP-off control, dequeue marks delivered, incast queues below no-CC and goodput $mean Gbit/s after 5 ms (model $mmean), PFC lossless, D vs 2D within 10%, fair share (Jain $jain, converged $(((conv - 5000000) / 1000)) us after the second flow started)"

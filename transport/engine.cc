@@ -1,6 +1,6 @@
 // engine.cc - the host engine: set-up, the control plane (QPs, messages) and the event loop
 // (engine.h; the receive and transmit paths, cables, health and paths have files of their own).
-#include "engine.h"
+#include "transport/engine.h"
 
 #include <liburing.h>
 #include <unistd.h>
@@ -13,9 +13,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "bringup.h"
-#include "switch_loader.h"
-#include "xsk.h"
 
 namespace qn::tp {
 
@@ -28,52 +25,45 @@ std::pair<uint64_t, uint64_t> default_rto_ns(const std::string &scheme)
 	return {s->rto_low_ns, s->rto_high_ns};
 }
 
-Engine::Engine(const Topology &t, const Dilation &d, const EngineOptions &o)
-	: topo_(t), dil_(d), opt_(o), clock_(d.milli())
+Engine::Engine(const EngineDesc &desc, const Dilation &d, const EngineOptions &o)
+	: desc_(desc), dil_(d), opt_(o), clock_(d.milli())
 {
+	adj_.resize(desc_.nodes.size());
+	for (size_t i = 0; i < desc_.links.size(); i++) {
+		const FabricLink &l = desc_.links[i];
+		if (l.a >= 0 && size_t(l.a) < adj_.size() && l.b >= 0 && size_t(l.b) < adj_.size()) {
+			adj_[size_t(l.a)].push_back(int(i));
+			adj_[size_t(l.b)].push_back(int(i));
+		}
+	}
 }
 
 Engine::~Engine()
 {
 	close_switch_monitors();
-	for (auto &p : qprobes_)
-		if (p.fd >= 0)
-			close(p.fd);
 	if (ring_) {
 		io_uring_queue_exit(static_cast<io_uring *>(ring_));
 		delete static_cast<io_uring *>(ring_);
 	}
 }
 
-namespace {
-
-Result<std::unique_ptr<FramePort>> open_xsk(const std::string &netns, const std::string &ifname,
-					    const std::string &pin, uint32_t frames)
+Result<std::unique_ptr<Engine>> Engine::open(const EngineDesc &desc, const Dilation &d, const EngineOptions &o)
 {
-	auto p = std::make_unique<XskPort>();
-	QN_TRY(p->open(netns, ifname, pin, frames));
-	return std::unique_ptr<FramePort>(std::move(p));
-}
-
-} // namespace
-
-Result<std::unique_ptr<Engine>> Engine::open(const Topology &t, const Dilation &d, const EngineOptions &o)
-{
-	std::unique_ptr<Engine> e(new Engine(t, d, o));
-	QN_TRY(e->open_ports(open_xsk));
+	std::unique_ptr<Engine> e(new Engine(desc, d, o));
+	QN_TRY(e->open_ports());
 	QN_TRY(e->open_switch_monitors());
 	QN_TRY(e->start_io());
 	QN_TRY(e->finish_open());
 	return e;
 }
 
-Result<std::unique_ptr<Engine>> Engine::open_on(const Topology &t, const Dilation &d, const EngineOptions &o,
-						const PortOpener &open_port, const Clock &clock)
+Result<std::unique_ptr<Engine>> Engine::open_on(const EngineDesc &desc, const Dilation &d, const EngineOptions &o,
+						const Clock &clock)
 {
-	std::unique_ptr<Engine> e(new Engine(t, d, o));
+	std::unique_ptr<Engine> e(new Engine(desc, d, o));
 	e->io_ = false;
 	e->now_src_ = &clock;
-	QN_TRY(e->open_ports(open_port));
+	QN_TRY(e->open_ports());
 	QN_TRY(e->finish_open());
 	return e;
 }
@@ -116,48 +106,48 @@ Status Engine::finish_open()
 	return health_begin();
 }
 
-Status Engine::open_ports(const PortOpener &open_port)
+Status Engine::open_ports()
 {
-	for (const Node &n : topo_.nodes) {
-		if (n.kind != NodeKind::Host)
-			continue;
+	for (const HostDesc &hd : desc_.hosts) {
 		if (!opt_.only_hosts.empty() &&
-		    std::find(opt_.only_hosts.begin(), opt_.only_hosts.end(), n.name) == opt_.only_hosts.end())
+		    std::find(opt_.only_hosts.begin(), opt_.only_hosts.end(), hd.name) == opt_.only_hosts.end())
 			continue;
+		if (hd.node < 0 || size_t(hd.node) >= desc_.nodes.size())
+			return make_error(desc_.name + ": host " + hd.name + " names no node of the fabric");
+		if (!hd.open)
+			return make_error(desc_.name + ": host " + hd.name + " has no port to open");
 		auto h = std::make_unique<Host>();
 		// A random first IP ID per run, as hosts do: a switch's dequeue-time mark is keyed
 		// by the packet's addresses, IP ID and UDP source port (bpf/include/dqmark.h), and
 		// an entry left by an earlier run (its packet lost on the way) must not match this
 		// run's frame of the same number.
 		h->ip_id = uint16_t(std::random_device{}());
-		const Port &p = topo_.ports[size_t(topo_.ports_of(n.id)[0])];
-		const Link &l = topo_.links[size_t(p.link)];
-		h->node = n.id;
-		h->name = n.name;
-		h->netns = topo_.netns(n.id);
-		h->ifname = p.ifname;
-		h->ep = Endpoint{n.mac, n.ip};
-		h->gw = topo_.ports[size_t(p.peer_port)].mac;
-		h->link_bps = l.rate_bps;
-		h->delay_ns = l.delay_ns;
-		h->error_rate = l.error_rate;
-		h->pacer = LinkPacer(l.rate_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli(),
-				     opt_.link_credit_frames * serialization_ns(wire_bytes(l.mtu + QN_ETH_HLEN), l.rate_bps));
-		std::string pin = std::string(kPinRoot) + "/" + topo_.name + "/" + n.name + "/qn_xsks";
-		auto port = open_port(h->netns, h->ifname, pin, opt_.frames_per_port);
+		h->node = hd.node;
+		h->name = hd.name;
+		h->ep = hd.ep;
+		h->gw = hd.gw;
+		h->link_bps = hd.link_bps;
+		h->delay_ns = hd.delay_ns;
+		h->error_rate = hd.error_rate;
+		h->port_drops = hd.port_drops;
+		h->pacer = LinkPacer(hd.link_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli(),
+				     opt_.link_credit_frames * serialization_ns(wire_bytes(hd.mtu + QN_ETH_HLEN), hd.link_bps));
+		auto port = hd.open(opt_.frames_per_port);
 		if (!port)
 			return port.error();
 		h->port = std::move(*port);
-		host_by_name_[n.name] = hosts_.size();
+		host_by_name_[hd.name] = hosts_.size();
 		hosts_.push_back(std::move(h));
 	}
-	for (const CableSpec &c : cable_specs(topo_)) {
+	for (const CableDesc &c : desc_.cables) {
 		auto cb = std::make_unique<Cable>();
 		cb->name = c.name;
 		cb->delay_ns = c.delay_ns;
 		cb->error_rate = c.error_rate;
 		for (int k = 0; k < 2; k++) {
-			auto port = open_port(c.netns, c.ifname[k], c.xskmap_pin[k], opt_.frames_per_port);
+			if (!c.open[k])
+				return make_error(desc_.name + ": cable " + c.name + " has no port to open");
+			auto port = c.open[k](opt_.frames_per_port);
 			if (!port)
 				return port.error();
 			cb->end[k] = std::move(*port);
@@ -165,7 +155,7 @@ Status Engine::open_ports(const PortOpener &open_port)
 		cables_.push_back(std::move(cb));
 	}
 	if (hosts_.empty() && cables_.empty())
-		return make_error("topology " + topo_.name + ": no host to serve");
+		return make_error("fabric " + desc_.name + ": no host to serve");
 	return ok_status();
 }
 
@@ -412,10 +402,10 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 		iters_++;
 		if (now >= until_ns || (done && done()))
 			break;
-		// A topology taken down under a running engine leaves it with dead sockets: stop.
+		// A fabric taken down under a running engine leaves it with dead sockets: stop.
 		if (io_ && wall >= next_alive_check_) {
 			next_alive_check_ = wall + 100'000'000;
-			if (access((std::string(kStateDir) + "/" + topo_.name + ".topo").c_str(), F_OK) != 0) {
+			if (desc_.alive && !desc_.alive()) {
 				topology_gone_ = true;
 				break;
 			}

@@ -12,6 +12,9 @@
 // control paused it sends nothing and holds its retransmission deadline until the pause ends;
 // every signal's loop delay (send of the PSN it names to the reaction) is recorded.
 //
+// What it serves comes from an engine description (engine_desc.h) the control plane builds: the
+// engine opens no pin, enters no namespace and reads no topology.
+//
 // Files by activity (transport/README.md): engine.cc (set-up, control plane, event loop),
 // engine_rx.cc (receive, one handler per frame kind), engine_tx.cc (transmit), engine_cable.cc,
 // engine_health.cc (health, queue samples), engine_paths.cc (paths, base RTTs).
@@ -30,14 +33,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cc.h"
-#include "clock.h"
-#include "fidelity.h"
-#include "pacer.h"
-#include "port.h"
-#include "qp.h"
-#include "topology.h"
-#include "units.h"
+#include "common/units.h"
+#include "transport/cc/cc.h"
+#include "transport/clock.h"
+#include "transport/engine_desc.h"
+#include "transport/fidelity.h"
+#include "transport/pacer.h"
+#include "transport/port.h"
+#include "transport/qp.h"
 
 struct qn_fid_port; // bpf/include/qn_abi.h
 
@@ -108,11 +111,6 @@ using QpHandle = uint32_t;
 // Signals that come back to a sender and name the PSN that caused them.
 enum class Signal : uint8_t { Cnp, Bts, Postcard, Count };
 std::string to_string(Signal s);
-
-// Opens the port of a host or a cable end: (namespace, interface, XSKMAP pin, UMEM frames).
-// The default opens an AF_XDP socket (XskPort); tests give FakePorts.
-using PortOpener = std::function<Result<std::unique_ptr<FramePort>>(
-	const std::string &netns, const std::string &ifname, const std::string &xskmap_pin, uint32_t frames)>;
 
 // Queue depth samples of one switch egress port (bytes in its queue: charged at enqueue,
 // released at dequeue by the switch programs), taken at a fixed fabric-time interval.
@@ -212,14 +210,15 @@ struct Health {
 
 class Engine {
 public:
-	// Open sockets for every host (and cable) of the running topology `t` with dilation D.
-	static Result<std::unique_ptr<Engine>> open(const Topology &t, const Dilation &d,
+	// Open the ports of every host (and cable) `desc` names and its switch monitors, with
+	// dilation D; the loop waits in io_uring and reads the wall clock.
+	static Result<std::unique_ptr<Engine>> open(const EngineDesc &desc, const Dilation &d,
 						    const EngineOptions &o);
-	// An engine on ports `open_port` makes, with fabric time read from `clock` (not owned; it
-	// must outlive the engine). Drive it with step(): nothing sleeps, no io_uring. Tests run
-	// the receive and transmit paths this way on FakePorts (tests/unit/test_engine.cc).
-	static Result<std::unique_ptr<Engine>> open_on(const Topology &t, const Dilation &d, const EngineOptions &o,
-						       const PortOpener &open_port, const Clock &clock);
+	// An engine with fabric time read from `clock` (not owned; it must outlive the engine):
+	// drive it with step(); nothing sleeps, no io_uring, no monitors, no liveness checks.
+	// Tests run the receive and transmit paths this way on FakePorts (tests/unit/test_engine.cc).
+	static Result<std::unique_ptr<Engine>> open_on(const EngineDesc &desc, const Dilation &d,
+						       const EngineOptions &o, const Clock &clock);
 	~Engine();
 	Engine(const Engine &) = delete;
 	Engine &operator=(const Engine &) = delete;
@@ -244,7 +243,7 @@ public:
 	// can need one sooner).
 	uint64_t step(uint64_t now, const std::function<uint64_t(uint64_t)> &tick = {});
 	uint64_t now_ns() const { return now_src_->now_ns(); }
-	// Return: true when run() stopped because the topology was taken down.
+	// Return: true when run() stopped because the fabric was taken down (EngineDesc::alive).
 	bool topology_gone() const { return topology_gone_; }
 	const DilatedClock &clock() const { return clock_; }
 
@@ -269,9 +268,9 @@ public:
 	PathInfo path(const std::string &a, const std::string &b) const;
 	bool icrc() const { return opt_.icrc; }
 	// Sample the egress queue of `port` (an ifname) on switch `sw` every `interval_ns` of fabric
-	// time while the loop runs. Errors name the switch or port.
+	// time while the loop runs (its probe in the description). Errors name the switch or port.
 	Status sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns);
-	// Every egress port of every switch.
+	// Every queue the description has a probe for.
 	Status sample_all_queues(uint64_t interval_ns);
 	const std::vector<QueueSeries> &queue_series() const { return qseries_; }
 	// Bytes of data frames received by all hosts so far, sampled with the queues (engine ns,
@@ -355,12 +354,13 @@ private:
 	};
 	struct Host {
 		int node = -1;
-		std::string name, netns, ifname;
+		std::string name;
 		Endpoint ep;
 		Mac gw{};
 		uint64_t link_bps = 0, delay_ns = 0;
 		double error_rate = 0;
 		std::unique_ptr<FramePort> port;
+		std::function<Result<uint64_t>()> port_drops; // its interface's drops (HostDesc)
 		LinkPacer pacer;
 		bool backlogged = false;
 		std::deque<CtrlFrame> ctrl;
@@ -396,8 +396,8 @@ private:
 		uint64_t frames = 0, dropped = 0; // dropped: lost to the link's error rate
 	};
 
-	Engine(const Topology &t, const Dilation &d, const EngineOptions &o);
-	Status open_ports(const PortOpener &open_port);
+	Engine(const EngineDesc &desc, const Dilation &d, const EngineOptions &o);
+	Status open_ports();
 	Status start_io();
 	Status finish_open();
 	// Return: the fabric arrival time of a received frame (its XDP stamp, else now).
@@ -454,7 +454,8 @@ private:
 	std::pair<uint64_t, uint64_t> rtt_range() const;
 	PathInfo path_from(int src_node, int dst_node) const;
 
-	Topology topo_;
+	EngineDesc desc_;
+	std::vector<std::vector<int>> adj_; // per node: the links (indices into desc_.links) it has
 	Dilation dil_;
 	EngineOptions opt_;
 	DilatedClock clock_;
@@ -472,11 +473,7 @@ private:
 	uint64_t next_timer_scan_ = 0;
 	uint64_t next_alive_check_ = 0;     // wall ns
 	bool topology_gone_ = false;
-	struct QueueProbe {
-		int fd = -1;
-		uint32_t port_no = 0;
-	};
-	std::vector<QueueProbe> qprobes_;
+	std::vector<size_t> qprobes_;       // sampled queues: indices into desc_.queues
 	std::vector<QueueSeries> qseries_;
 	std::vector<std::pair<uint64_t, uint64_t>> rx_series_;
 	uint64_t qsample_ns_ = 0, next_qsample_ = 0;

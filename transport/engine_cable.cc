@@ -1,6 +1,6 @@
 // engine_cable.cc - cables: inter-switch links with propagation delay, one delay line each
 // way, order preserving (DESIGN.md §1).
-#include "engine.h"
+#include "transport/engine.h"
 
 #include <cstring>
 

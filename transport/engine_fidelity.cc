@@ -3,9 +3,8 @@
 // its host's switch port whether the frames it kicks were due back to back, collects the lost
 // periods the switches post (qn_fid_events) as affected periods in fabric time, and reads the
 // monitors' counters into Health.
-#include "engine.h"
-#include "abi.h"
-#include "switch_loader.h"
+#include "common/abi.h"
+#include "transport/engine.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -29,40 +28,41 @@ size_t fid_map_len()
 
 Status Engine::open_switch_monitors()
 {
-	for (const Node &n : topo_.nodes) {
-		if (n.kind != NodeKind::Switch)
-			continue;
+	for (const MonitorDesc &md : desc_.monitors) {
+		if (!md.open)
+			return make_error(desc_.name + ": switch " + md.name + "'s monitor has nothing to open");
+		auto fds = md.open();
+		if (!fds)
+			return fds.error();
 		auto m = std::make_unique<SwitchMon>();
-		m->name = n.name;
+		m->name = md.name;
 		m->engine = this;
 		m->peer_host.assign(QN_MAX_PORTS, -1);
 		m->port_name.assign(QN_MAX_PORTS, "");
-		const std::string dir = std::string(kPinRoot) + "/" + topo_.name + "/" + n.name;
-		int fd = bpf_obj_get((dir + "/qn_fid").c_str());
-		if (fd < 0)
-			return sys_error(errno, "open " + dir + "/qn_fid (the switch's fidelity monitor)");
 		m->map_len = fid_map_len();
-		void *mem = mmap(nullptr, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		close(fd);
-		if (mem == MAP_FAILED)
-			return sys_error(errno, "mmap " + dir + "/qn_fid");
+		void *mem = mmap(nullptr, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds->ports, 0);
+		const int merr = errno;
+		close(fds->ports);
+		if (mem == MAP_FAILED) {
+			close(fds->events);
+			return sys_error(merr, "mmap the fidelity monitor of switch " + md.name);
+		}
 		m->ports = static_cast<qn_fid_port *>(mem);
-		int efd = bpf_obj_get((dir + "/qn_fid_events").c_str());
-		if (efd < 0)
-			return sys_error(errno, "open " + dir + "/qn_fid_events");
-		m->rb = ring_buffer__new(efd, on_fid_event, m.get(), nullptr);
-		close(efd);
-		if (!m->rb)
-			return sys_error(errno, "ring buffer on " + dir + "/qn_fid_events");
-		for (int pi : topo_.ports_of(n.id)) {
-			const Port &p = topo_.ports[size_t(pi)];
-			if (p.port_no < 0 || p.port_no >= QN_MAX_PORTS)
+		m->rb = ring_buffer__new(fds->events, on_fid_event, m.get(), nullptr);
+		const int rerr = errno;
+		close(fds->events);
+		if (!m->rb) {
+			munmap(mem, m->map_len);
+			return sys_error(rerr, "ring buffer on the fidelity events of switch " + md.name);
+		}
+		for (size_t i = 0; i < QN_MAX_PORTS && i < md.port_label.size(); i++) {
+			m->port_name[i] = md.port_label[i];
+			if (i >= md.port_host.size() || md.port_host[i].empty())
 				continue;
-			m->port_name[size_t(p.port_no)] = n.name + "/" + p.ifname;
-			auto it = host_by_name_.find(topo_.nodes[size_t(p.peer_node)].name);
-			if (topo_.nodes[size_t(p.peer_node)].kind == NodeKind::Host && it != host_by_name_.end()) {
-				m->peer_host[size_t(p.port_no)] = int(it->second);
-				hosts_[it->second]->fid = &m->ports[p.port_no];
+			auto it = host_by_name_.find(md.port_host[i]);
+			if (it != host_by_name_.end()) {
+				m->peer_host[i] = int(it->second);
+				hosts_[it->second]->fid = &m->ports[i];
 			}
 		}
 		swmons_.push_back(std::move(m));

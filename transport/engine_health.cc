@@ -1,6 +1,6 @@
 // engine_health.cc - the engine's measurements: latency histograms, the validity verdict (health) and
 // the switch queue samples (engine.h).
-#include "engine.h"
+#include "transport/engine.h"
 
 #include <bpf/bpf.h>
 #include <algorithm>
@@ -8,8 +8,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "netns.h"
-#include "switch_loader.h"
 
 namespace qn::tp {
 
@@ -118,22 +116,23 @@ Result<std::pair<uint64_t, uint64_t>> read_softnet()
 
 Status Engine::sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns)
 {
-	int id = topo_.find(sw);
-	if (id < 0 || topo_.nodes[size_t(id)].kind != NodeKind::Switch)
-		return make_error("queue sampling: no switch '" + sw + "' in topology " + topo_.name);
-	const Port *pp = nullptr;
-	for (int pi : topo_.ports_of(id))
-		if (topo_.ports[size_t(pi)].ifname == port)
-			pp = &topo_.ports[size_t(pi)];
-	if (!pp)
+	bool sw_known = false;
+	size_t qi = desc_.queues.size();
+	for (size_t i = 0; i < desc_.queues.size(); i++)
+		if (desc_.queues[i].sw == sw) {
+			sw_known = true;
+			if (desc_.queues[i].port == port)
+				qi = i;
+		}
+	if (!sw_known)
+		return make_error("queue sampling: no switch '" + sw + "' with queues in fabric " + desc_.name);
+	if (qi == desc_.queues.size())
 		return make_error("queue sampling: switch " + sw + " has no port '" + port + "'");
 	if (interval_ns == 0)
 		return make_error("queue sampling: the interval must be positive");
-	std::string pin = std::string(kPinRoot) + "/" + topo_.name + "/" + sw + "/qn_qstate";
-	int fd = bpf_obj_get(pin.c_str());
-	if (fd < 0)
-		return sys_error(errno, "open " + pin);
-	qprobes_.push_back(QueueProbe{fd, uint32_t(pp->port_no)});
+	if (auto d = desc_.queues[qi].depth(); !d) // the probe works (its pin is there)
+		return d.error();
+	qprobes_.push_back(qi);
 	qseries_.push_back(QueueSeries{sw + "/" + port, {}});
 	qsample_ns_ = qsample_ns_ ? std::min(qsample_ns_, interval_ns) : interval_ns;
 	return ok_status();
@@ -141,21 +140,18 @@ Status Engine::sample_queue(const std::string &sw, const std::string &port, uint
 
 Status Engine::sample_all_queues(uint64_t interval_ns)
 {
-	for (const Node &n : topo_.nodes)
-		if (n.kind == NodeKind::Switch)
-			for (int pi : topo_.ports_of(n.id))
-				QN_TRY(sample_queue(n.name, topo_.ports[size_t(pi)].ifname, interval_ns));
+	for (const QueueDesc &q : desc_.queues)
+		QN_TRY(sample_queue(q.sw, q.port, interval_ns));
 	return ok_status();
 }
 
 void Engine::sample_queues(uint64_t now)
 {
 	for (size_t i = 0; i < qprobes_.size(); i++) {
-		qn_qstate q{};
-		uint32_t key = qprobes_[i].port_no;
-		if (bpf_map_lookup_elem(qprobes_[i].fd, &key, &q) != 0)
+		auto depth = desc_.queues[qprobes_[i]].depth();
+		if (!depth)
 			continue;
-		qseries_[i].samples.emplace_back(now, q.acct_bytes > 0 ? uint64_t(q.acct_bytes) : 0);
+		qseries_[i].samples.emplace_back(now, *depth);
 	}
 	uint64_t rx = 0;
 	for (const auto &h : hosts_)
@@ -174,8 +170,9 @@ Result<Engine::Totals> Engine::totals()
 	t.softnet_drops = sn->first;
 	t.squeeze = sn->second;
 	for (const auto &h : hosts_) {
-		if (auto c = if_counters(h->netns, h->ifname))
-			t.veth_drops += c->rx_dropped + c->tx_dropped;
+		if (h->port_drops)
+			if (auto c = h->port_drops())
+				t.veth_drops += *c;
 		if (auto x = h->port->stats())
 			t.xsk_drops += x->drops();
 		t.tx_held += h->port->tx_held();

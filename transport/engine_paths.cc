@@ -1,5 +1,5 @@
 // engine_paths.cc - paths between served hosts: base RTT, bottleneck, path MTU (common.md §4).
-#include "engine.h"
+#include "transport/engine.h"
 
 #include <algorithm>
 #include <deque>
@@ -11,7 +11,7 @@ Engine::PathInfo Engine::path_from(int src_node, int dst_node) const
 	// common.md §4: base RTT = 2 x the propagation delays of the path + one full data frame's
 	// serialization per hop; the bottleneck is the slowest link. Paths are shortest in hops (as
 	// the switches route); among equal ones the smallest RTT.
-	const size_t n = topo_.nodes.size();
+	const size_t n = desc_.nodes.size();
 	std::vector<int> hops(n, -1);
 	std::vector<uint64_t> cost(n, 0), bottleneck(n, UINT64_MAX);
 	std::vector<uint32_t> mtu(n, UINT32_MAX);
@@ -20,12 +20,11 @@ Engine::PathInfo Engine::path_from(int src_node, int dst_node) const
 	while (!bfs.empty()) {
 		int u = bfs.front();
 		bfs.pop_front();
-		if (u != src_node && topo_.nodes[size_t(u)].kind == NodeKind::Host)
+		if (u != src_node && desc_.nodes[size_t(u)].host)
 			continue; // hosts do not forward
-		for (int pi : topo_.ports_of(u)) {
-			const Port &p = topo_.ports[size_t(pi)];
-			const Link &l = topo_.links[size_t(p.link)];
-			int v = p.peer_node;
+		for (int li : adj_[size_t(u)]) {
+			const FabricLink &l = desc_.links[size_t(li)];
+			int v = l.a == u ? l.b : l.a;
 			uint64_t c = cost[size_t(u)] + 2 * l.delay_ns +
 				     serialization_ns(wire_bytes(l.mtu + QN_ETH_HLEN), l.rate_bps);
 			uint64_t bn = std::min(bottleneck[size_t(u)], l.rate_bps);

@@ -1,6 +1,6 @@
 // engine_rx.cc - the receive path: frames from each host's port through its RX delay line,
 // parsed and handed to one handler per frame kind (data, ACK/NAK, CNP, PFC, BTS, CC-postcard).
-#include "engine.h"
+#include "transport/engine.h"
 
 #include <algorithm>
 

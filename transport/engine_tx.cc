@@ -1,7 +1,7 @@
 // engine_tx.cc - the transmit path: the link pacer, control frames ahead of data, per-QP rate
 // limiters and pauses, the TX delay line; the controller's output applied to a QP.
-#include "engine.h"
-#include "abi.h"
+#include "common/abi.h"
+#include "transport/engine.h"
 
 #include <algorithm>
 #include <cstring>

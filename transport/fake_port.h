@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "port.h"
+#include "transport/port.h"
 
 namespace qn::tp {
 

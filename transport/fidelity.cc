@@ -1,5 +1,5 @@
 // fidelity.cc - affected periods and flow tagging (fidelity.h).
-#include "fidelity.h"
+#include "transport/fidelity.h"
 
 #include <algorithm>
 #include <cstdio>

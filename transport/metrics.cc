@@ -1,5 +1,5 @@
 // metrics.cc - percentiles, size bins and series statistics (metrics.h).
-#include "metrics.h"
+#include "transport/metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "result.h"
+#include "common/result.h"
 
 namespace qn::tp {
 

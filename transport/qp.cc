@@ -1,6 +1,6 @@
 // qp.cc - RC queue pairs: sender (segmentation, retransmission, completions) and receiver
 // (in-order delivery, ACK/NAK with SACK). See qp.h.
-#include "qp.h"
+#include "transport/qp.h"
 
 #include <algorithm>
 #include <bit>

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "wire.h"
+#include "transport/wire.h"
 
 namespace qn::tp {
 

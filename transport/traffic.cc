@@ -1,5 +1,5 @@
 // traffic.cc - workload generators and the flow runner (traffic.h).
-#include "traffic.h"
+#include "transport/traffic.h"
 
 #include <algorithm>
 #include <cmath>

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine.h"
+#include "transport/engine.h"
 
 namespace qn::tp {
 

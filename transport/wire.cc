@@ -1,5 +1,5 @@
 // wire.cc - RoCEv2 frame encoding and parsing (wire.h).
-#include "wire.h"
+#include "transport/wire.h"
 
 #include <cstring>
 

@@ -14,8 +14,8 @@
 #include <span>
 #include <string>
 
-#include "abi.h"
-#include "addr.h"
+#include "common/abi.h"
+#include "common/addr.h"
 
 namespace qn::tp {
 

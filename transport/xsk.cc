@@ -1,5 +1,5 @@
 // xsk.cc - AF_XDP socket wrapper (xsk.h).
-#include "xsk.h"
+#include "transport/xsk.h"
 
 #include <bpf/bpf.h>
 #include <linux/if_xdp.h>
@@ -12,8 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "abi.h"
-#include "netns.h"
+#include "common/abi.h"
 
 namespace qn::tp {
 
@@ -48,11 +47,9 @@ void XskPort::close()
 
 int XskPort::fd() const { return xsk_ ? xsk_socket__fd(xsk_) : -1; }
 
-Status XskPort::open(const std::string &netns, const std::string &ifname, const std::string &xskmap_pin,
-		     uint32_t frames, uint32_t ring)
+Status XskPort::open(const std::string &ifname, int xskmap_fd, uint32_t frames, uint32_t ring)
 {
 	close();
-	netns_ = netns;
 	ifname_ = ifname;
 	r_ = new Rings();
 	area_bytes_ = size_t(frames) * kChunkBytes;
@@ -69,10 +66,7 @@ Status XskPort::open(const std::string &netns, const std::string &ifname, const 
 	sc.xdp_flags = 0;
 	sc.bind_flags = XDP_COPY | XDP_USE_NEED_WAKEUP;
 	{
-		// The UMEM's fd becomes the first socket: both are made inside the namespace.
-		NetnsScope ns(netns);
-		if (!ns.ok())
-			return ns.status();
+		// The UMEM's fd becomes the first socket: both are made in this thread's namespace.
 		xsk_umem_config uc{};
 		uc.fill_size = ring;
 		// A TX frame's completion is reserved when the kernel takes it and posted when its skb
@@ -98,7 +92,7 @@ Status XskPort::open(const std::string &netns, const std::string &ifname, const 
 		}
 		if (err) {
 			xsk_ = nullptr;
-			return sys_error(err, "create AF_XDP socket on " + ifname + " in " + netns);
+			return sys_error(err, "create AF_XDP socket on " + ifname);
 		}
 	}
 	// Copy-mode TX builds an skb charged to this socket's send buffer until the switch's queue
@@ -110,14 +104,9 @@ Status XskPort::open(const std::string &netns, const std::string &ifname, const 
 		if (setsockopt(fd(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) != 0)
 			return sys_error(errno, "SO_SNDBUFFORCE on the AF_XDP socket of " + ifname);
 	}
-	if (!xskmap_pin.empty()) {
-		int mfd = bpf_obj_get(xskmap_pin.c_str());
-		if (mfd < 0)
-			return sys_error(errno, "open " + xskmap_pin + " (is the topology up?)");
-		int err = xsk_socket__update_xskmap(xsk_, mfd);
-		::close(mfd);
-		if (err)
-			return sys_error(err, "register socket in " + xskmap_pin);
+	if (xskmap_fd >= 0) {
+		if (int err = xsk_socket__update_xskmap(xsk_, xskmap_fd); err)
+			return sys_error(err, "register the socket on " + ifname + " in its XSKMAP");
 	}
 	// First half of the frames for RX, second half for TX.
 	uint32_t nrx = frames / 2;

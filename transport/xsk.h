@@ -1,7 +1,8 @@
-// xsk.h - one AF_XDP socket in copy mode on a veth, with its own UMEM: created inside a
-// network namespace (the socket's namespace is fixed at socket(); notes/datapath.md), then
-// driven from the engine's thread in the root namespace. The steering program (qn_steer) is
-// attached by `topo up`; the socket registers itself in that program's pinned XSKMAP.
+// xsk.h - one AF_XDP socket in copy mode on a veth, with its own UMEM: created in the calling
+// thread's network namespace (the socket's namespace is fixed at socket(); notes/datapath.md;
+// the control plane enters the host's namespace around open()), then driven from the engine's
+// thread in any namespace. The steering program (qn_steer) is attached by `topo up`; the
+// socket registers itself in that program's XSKMAP, which the caller opened.
 //
 // UMEM: `frames` chunks of 4096 bytes; the first half feeds the fill ring (RX), the second
 // half is the TX pool. Frames held by delay lines stay out of the rings until released.
@@ -11,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "port.h"
-#include "result.h"
+#include "common/result.h"
+#include "transport/port.h"
 
 struct xsk_umem;
 struct xsk_socket;
@@ -28,10 +29,9 @@ public:
 	XskPort(const XskPort &) = delete;
 	XskPort &operator=(const XskPort &) = delete;
 
-	// Create the socket on `ifname` queue 0 inside namespace `netns` and put it into the
-	// XSKMAP pinned at `xskmap_pin` ("" = none: the caller's XDP program redirects on its own).
-	Status open(const std::string &netns, const std::string &ifname, const std::string &xskmap_pin,
-		    uint32_t frames = 4096, uint32_t ring = 2048);
+	// Create the socket on `ifname` queue 0 in the calling thread's namespace and put it into
+	// the XSKMAP `xskmap_fd` (-1 = none: the caller's XDP program redirects on its own).
+	Status open(const std::string &ifname, int xskmap_fd, uint32_t frames = 4096, uint32_t ring = 2048);
 	void close();
 
 	int fd() const override;
@@ -74,7 +74,7 @@ private:
 	uint64_t kicks_ = 0;
 	uint64_t tx_held_ = 0;
 	uint32_t ring_size_ = 0;
-	std::string netns_, ifname_;
+	std::string ifname_;
 };
 
 } // namespace qn::tp

@@ -12,10 +12,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "abi.h"
-#include "packet.h"
+#include "bench/testrun.h"
+#include "common/abi.h"
+#include "control/packet.h"
 #include "qn_switch.skel.h"
-#include "testrun.h"
 
 using namespace qn;
 

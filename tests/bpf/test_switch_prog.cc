@@ -11,11 +11,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "abi.h"
-#include "packet.h"
+#include "bench/testrun.h"
+#include "common/abi.h"
+#include "control/packet.h"
 #include "qn_steer.skel.h"
 #include "switch_fixture.h"
-#include "testrun.h"
 
 using namespace qn;
 

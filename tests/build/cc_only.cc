@@ -4,8 +4,8 @@
 // library (libbpf, libxdp, liburing): the agent and other host stacks link the CC library this way.
 #include <cstdio>
 
-#include "cc.h"
-#include "model.h"
+#include "transport/cc/cc.h"
+#include "transport/cc/model.h"
 
 using namespace qn::tp::cc;
 

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "cc.h"
-#include "dcqcn.h"
+#include "transport/cc/cc.h"
+#include "transport/cc/dcqcn.h"
 
 using namespace qn::tp::cc;
 using Catch::Detail::Approx;

@@ -2,8 +2,8 @@
 // its scheme when none are given.
 #include <catch2/catch.hpp>
 
-#include "cc.h"
-#include "engine.h"
+#include "transport/cc/cc.h"
+#include "transport/engine.h"
 
 using namespace qn::tp;
 
@@ -38,9 +38,10 @@ TEST_CASE("engine__default_rto_follows_the_scheme", "[engine]")
 #include <cmath>
 #include <map>
 
-#include "fake_port.h"
-#include "packet.h"
-#include "topology.h"
+#include "control/packet.h"
+#include "control/engine_desc.h"
+#include "control/topology.h"
+#include "transport/fake_port.h"
 
 namespace {
 
@@ -74,13 +75,14 @@ struct Rig {
 		REQUIRE(t.ok());
 		EngineOptions o;
 		o.tx_horizon_wall_ns = 0;
-		PortOpener open = [this](const std::string &, const std::string &ifname, const std::string &,
-					 uint32_t) -> Result<std::unique_ptr<FramePort>> {
+		// The control plane's description of the topology, on FakePorts and without probes.
+		PortFactory open = [this](const std::string &, const std::string &ifname, const std::string &,
+					  uint32_t) -> Result<std::unique_ptr<FramePort>> {
 			auto p = std::make_unique<FakePort>(512);
 			port[ifname.substr(0, ifname.find('-'))] = p.get();
 			return std::unique_ptr<FramePort>(std::move(p));
 		};
-		auto r = Engine::open_on(*t, Dilation(), o, open, clock);
+		auto r = Engine::open_on(engine_desc(*t, open, false), Dilation(), o, clock);
 		REQUIRE(r.ok());
 		e = std::move(*r);
 	}

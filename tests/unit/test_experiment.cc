@@ -1,4 +1,4 @@
-// Experiments (userspace/lib/experiment.h, transport/metrics.h, docs/experiments.md):
+// Experiments (userspace/control/experiment.h, transport/metrics.h, docs/experiments.md):
 // percentile, slowdown and size-bin math against hand-computed cases; experiment, preset and
 // ns-3 flow files parsed, and bad ones rejected naming file, line and field; the shipped CDFs
 // load; DCQCN's parameters derived from the spec's rules.
@@ -10,12 +10,12 @@
 #include <string>
 #include <unistd.h>
 
-#include "cc.h"
-#include "dcqcn.h"
-#include "experiment.h"
-#include "metrics.h"
-#include "topology.h"
-#include "traffic.h"
+#include "control/experiment.h"
+#include "control/topology.h"
+#include "transport/cc/cc.h"
+#include "transport/cc/dcqcn.h"
+#include "transport/metrics.h"
+#include "transport/traffic.h"
 
 using namespace qn;
 using namespace qn::tp;

@@ -1,7 +1,7 @@
 // Affected periods and flow tagging (transport/fidelity.h) on synthetic runs.
 #include <catch2/catch.hpp>
 
-#include "fidelity.h"
+#include "transport/fidelity.h"
 
 using namespace qn::tp;
 

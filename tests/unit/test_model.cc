@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model.h"
-#include "wire.h"
+#include "transport/cc/model.h"
+#include "transport/wire.h"
 
 using namespace qn::tp::cc;
 

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "pacer.h"
+#include "transport/pacer.h"
 
 using namespace qn::tp;
 

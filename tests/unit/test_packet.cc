@@ -1,8 +1,8 @@
 // The frame builder used by the BPF tables and raw senders.
 #include <catch2/catch.hpp>
 
-#include "abi.h"
-#include "packet.h"
+#include "common/abi.h"
+#include "control/packet.h"
 
 using namespace qn;
 

@@ -1,7 +1,7 @@
 // 802.1Qbb PFC frames (common.md §2).
 #include <catch2/catch.hpp>
 
-#include "pfc.h"
+#include "control/pfc.h"
 
 using namespace qn;
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <random>
 
-#include "clock.h"
-#include "qp.h"
-#include "wire.h"
+#include "transport/clock.h"
+#include "transport/qp.h"
+#include "transport/wire.h"
 
 using namespace qn::tp;
 

@@ -2,7 +2,7 @@
 // properties by loss mode, the derived switch PFC setting, and controllers built from parts.
 #include <catch2/catch.hpp>
 
-#include "cc.h"
+#include "transport/cc/cc.h"
 
 using namespace qn::tp::cc;
 
@@ -132,7 +132,7 @@ TEST_CASE("scheme__controllers_are_built_from_the_parts", "[scheme]")
 	REQUIRE_FALSE(make(s).ok());
 }
 
-#include "dcqcn.h"
+#include "transport/cc/dcqcn.h"
 
 TEST_CASE("params__dcqcn_table_parses_validates_and_describes", "[scheme]")
 {

@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "topology.h"
+#include "control/topology.h"
 
 using namespace qn;
 

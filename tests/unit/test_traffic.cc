@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "traffic.h"
+#include "transport/traffic.h"
 
 using namespace qn::tp;
 

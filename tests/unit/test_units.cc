@@ -1,8 +1,8 @@
 // Unit conversions and the dilation contract (docs/units.md).
 #include <catch2/catch.hpp>
 
-#include "bringup.h"
-#include "units.h"
+#include "common/units.h"
+#include "control/bringup.h"
 
 using namespace qn;
 

@@ -4,9 +4,9 @@
 
 #include <random>
 
-#include "packet.h"
-#include "pfc.h"
-#include "wire.h"
+#include "control/packet.h"
+#include "control/pfc.h"
+#include "transport/wire.h"
 
 using namespace qn;
 using namespace qn::tp;

@@ -2,9 +2,9 @@
 // start policies, flow controls), the registered compositions, the scheme grammar, and the
 // builder of a QP's controller from a scheme's parts. Adding a part adds one table entry here
 // and its own files in transport/cc/; no other code tests a scheme's name (docs/cc.md).
-#include "cc.h"
+#include "transport/cc/cc.h"
 
-#include "dcqcn.h"
+#include "transport/cc/dcqcn.h"
 
 namespace qn::tp::cc {
 

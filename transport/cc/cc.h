@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "result.h"
+#include "common/result.h"
 
 namespace qn::tp::cc {
 

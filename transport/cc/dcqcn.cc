@@ -1,11 +1,11 @@
 // dcqcn.cc - DCQCN reaction and notification points (dcqcn.h, ../shared/specs/dcqcn.md).
-#include "dcqcn.h"
+#include "transport/cc/dcqcn.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "units.h"
+#include "common/units.h"
 
 namespace qn::tp::cc {
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "cc.h"
-#include "params.h"
+#include "common/params.h"
+#include "transport/cc/cc.h"
 
 namespace qn::tp::cc {
 

@@ -2,9 +2,9 @@
 // times: senders pace at their controller's rate on their own links, one FIFO egress port
 // serves them at the line rate, the receiver's notification points send CNPs back over two hops
 // (control class: never queued behind data), ACKs likewise (one per data packet, for windows).
-#include "model.h"
+#include "transport/cc/model.h"
 
-#include "pacer.h"
+#include "transport/pacer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cc.h"
+#include "transport/cc/cc.h"
 
 namespace qn::tp::cc {
 

@@ -1,5 +1,5 @@
 // cli.h - quench's command line on CLI11: options of quench's own kinds (times, rates, sizes,
-// counts in a range, KEY=VALUE lists) that parse with userspace/lib/units.h and fail with the
+// counts in a range, KEY=VALUE lists) that parse with userspace/common/units.h and fail with the
 // option's name, and the one way every command parses and reports errors (docs/cli.md).
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "units.h"
+#include "common/units.h"
 
 namespace qn::cli {
 

@@ -1,6 +1,6 @@
 // cmd_engine.cc - `quench gen` (run a workload on the host engine) and `quench engine` (serve
 // the hosts and cables of a running topology until stopped). docs/cli.md, docs/transport.md.
-#include "cmd_engine.h"
+#include "quench/cmd_engine.h"
 
 #include <algorithm>
 #include <csignal>
@@ -11,14 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "bringup.h"
-#include "cc.h"
-#include "cli.h"
-#include "swcfg.h"
-#include "switch_loader.h"
-#include "engine.h"
-#include "traffic.h"
-#include "units.h"
+#include "common/units.h"
+#include "control/bringup.h"
+#include "control/engine_desc.h"
+#include "control/swcfg.h"
+#include "control/switch_loader.h"
+#include "quench/cli.h"
+#include "transport/cc/cc.h"
+#include "transport/engine.h"
+#include "transport/traffic.h"
 
 namespace {
 
@@ -178,7 +179,7 @@ Result<std::unique_ptr<Engine>> open_engine(const std::string &name, const Engin
 	auto d = running_dilation(name);
 	if (!d)
 		return d.error();
-	return Engine::open(*t, *d, eo);
+	return Engine::open(engine_desc(*t), *d, eo);
 }
 
 void print_hosts(Engine &e)

@@ -1,7 +1,7 @@
 // cmd_model.cc - `quench model`: the reference bottleneck model (transport/cc/model.h) from the
 // command line. No root, no namespaces: an ideal network to hold the emulator's numbers against
 // (docs/cc.md "Reference model").
-#include "cmd_model.h"
+#include "quench/cmd_model.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,13 +9,13 @@
 #include <fstream>
 #include <string>
 
-#include "cc.h"
-#include "metrics.h"
-#include "cli.h"
-#include "model.h"
-#include "pacer.h"
-#include "units.h"
-#include "wire.h"
+#include "common/units.h"
+#include "quench/cli.h"
+#include "transport/cc/cc.h"
+#include "transport/cc/model.h"
+#include "transport/metrics.h"
+#include "transport/pacer.h"
+#include "transport/wire.h"
 
 namespace {
 

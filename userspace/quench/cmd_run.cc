@@ -1,7 +1,7 @@
 // cmd_run.cc - `quench run EXPERIMENT` (an experiment end to end: calibration, every scheme on
 // the identical flow list, results folder with tables and plots) and `quench compare RUN_A
 // RUN_B`. docs/experiments.md.
-#include "cmd_run.h"
+#include "quench/cmd_run.h"
 
 #include <algorithm>
 #include <chrono>
@@ -22,18 +22,19 @@
 #include <unistd.h>
 #include <vector>
 
-#include "bringup.h"
-#include "cc.h"
-#include "cli.h"
-#include "engine.h"
-#include "exec.h"
-#include "experiment.h"
-#include "metrics.h"
-#include "stats.h"
-#include "swcfg.h"
-#include "switch_loader.h"
-#include "traffic.h"
-#include "units.h"
+#include "common/units.h"
+#include "control/bringup.h"
+#include "control/engine_desc.h"
+#include "control/exec.h"
+#include "control/experiment.h"
+#include "control/stats.h"
+#include "control/swcfg.h"
+#include "control/switch_loader.h"
+#include "quench/cli.h"
+#include "transport/cc/cc.h"
+#include "transport/engine.h"
+#include "transport/metrics.h"
+#include "transport/traffic.h"
 
 namespace {
 
@@ -297,7 +298,7 @@ Result<std::unique_ptr<Engine>> engine(Ctx &c)
 	auto d = running_dilation(c.name);
 	if (!d)
 		return d.error();
-	return Engine::open(*t, *d, c.eo);
+	return Engine::open(engine_desc(*t), *d, c.eo);
 }
 
 Status set_switches(Ctx &c, const std::vector<std::pair<std::string, std::string>> &kv)

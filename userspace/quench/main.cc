@@ -10,21 +10,21 @@
 #include <thread>
 #include <vector>
 
-#include "bench.h"
-#include "cli.h"
-#include "bench_transport.h"
-#include "cc.h"
-#include "cmd_engine.h"
-#include "cmd_model.h"
-#include "cmd_run.h"
-#include "bringup.h"
-#include "exec.h"
-#include "stats.h"
-#include "swcfg.h"
-#include "switchd.h"
-#include "switch_loader.h"
-#include "topology.h"
-#include "units.h"
+#include "bench/bench.h"
+#include "bench/bench_transport.h"
+#include "common/units.h"
+#include "control/bringup.h"
+#include "control/exec.h"
+#include "control/stats.h"
+#include "control/swcfg.h"
+#include "control/switch_loader.h"
+#include "control/switchd.h"
+#include "control/topology.h"
+#include "quench/cli.h"
+#include "quench/cmd_engine.h"
+#include "quench/cmd_model.h"
+#include "quench/cmd_run.h"
+#include "transport/cc/cc.h"
 
 namespace {
 

@@ -45,14 +45,14 @@
 #include <thread>
 #include <vector>
 
-#include "abi.h"
-#include "exec.h"
-#include "netns.h"
-#include "packet.h"
-#include "pfc.h"
-#include "rawsock.h"
-#include "topology.h"
-#include "wire.h"
+#include "common/abi.h"
+#include "control/exec.h"
+#include "control/netns.h"
+#include "control/packet.h"
+#include "control/pfc.h"
+#include "control/rawsock.h"
+#include "control/topology.h"
+#include "transport/wire.h"
 
 using namespace qn;
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# build: the planes include and link only downwards (docs/building.md).
+#  1. Includes name their plane; a file under transport/ includes only "transport/..." and
+#     "common/..." headers (no "control/", "bench/" or "quench/" one, and no bare name that
+#     could reach another plane's directory); a file under transport/cc/ only "transport/cc/",
+#     "transport/pacer.h" and "common/"; a file under userspace/common/ only "common/".
+#  2. qn_transport_only links quench_transport without the control plane (its link line names
+#     no quench_control or quench_bench) and runs: an engine on a fabric described by hand, on
+#     FakePorts, delivers a 1 MB message verified by content.
+# Negative controls: the include check flags a planted file that includes "control/topology.h"
+# and one with a bare "topology.h"; the link check finds quench_control in quench's link line.
+# usage: test_layering.sh BUILD_DIR QN_TRANSPORT_ONLY_BIN   (from the source root)
+set -euo pipefail
+build=$1 bin=$2
+fail() { echo "FAIL build_layering: $*"; exit 1; }
+
+# check_dir DIR ALLOWED_REGEX: print every quoted include under DIR (not below a subdirectory
+# listed in SKIP) that does not match ALLOWED_REGEX.
+check_dir() {
+	local dir=$1 allowed=$2 skip=${3:-}
+	find "$dir" \( -name '*.h' -o -name '*.cc' \) ${skip:+-not -path "$skip/*"} -print0 |
+		xargs -0 grep -HnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' 2>/dev/null |
+		grep -vE "#[[:space:]]*include[[:space:]]*\"($allowed)" || true
+}
+# qn_abi.h is the BPF ABI (bpf/include), shared by both sides; generated skeletons never here.
+T_OK='transport/|common/|qn_abi\.h"'
+CC_OK='transport/cc/|transport/pacer\.h"|common/|qn_abi\.h"'
+COMMON_OK='common/|qn_abi\.h"'
+bad=$(check_dir transport "$T_OK" transport/cc)
+[ -z "$bad" ] || fail "transport/ includes headers of another plane:"$'\n'"$bad"
+bad=$(check_dir transport/cc "$CC_OK")
+[ -z "$bad" ] || fail "the CC library includes headers outside it and the base:"$'\n'"$bad"
+bad=$(check_dir userspace/common "$COMMON_OK")
+[ -z "$bad" ] || fail "the base library includes headers of another plane:"$'\n'"$bad"
+
+# negative control: planted files are flagged
+tmp=$(mktemp -d /tmp/qn-layering.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+printf '#include "transport/engine.h"\n#include "control/topology.h"\n' >"$tmp/a.cc"
+printf '#include "topology.h"\n' >"$tmp/b.h"
+planted=$(check_dir "$tmp" "$T_OK")
+echo "$planted" | grep -q 'a.cc:2:' || fail "the include check missed a planted \"control/topology.h\": it cannot fail"
+echo "$planted" | grep -q 'b.h:1:' || fail "the include check missed a planted bare \"topology.h\": it cannot fail"
+echo "$planted" | grep -q 'a.cc:1:' && fail "the include check flagged \"transport/engine.h\", which is allowed"
+
+# the link line
+link=$(find "$build" -path "*qn_transport_only.dir/link.txt" | head -1)
+[ -n "$link" ] || fail "no link.txt for qn_transport_only under $build"
+if grep -qE 'quench_control|quench_bench' "$link"; then
+	fail "qn_transport_only links the control plane: $(grep -oE 'libquench_[a-z]+\.a' "$link" | sort -u | tr '\n' ' ')"
+fi
+qlink=$(find "$build" -path "*CMakeFiles/quench.dir/link.txt" | head -1)
+[ -n "$qlink" ] || fail "no link.txt for quench under $build"
+grep -q quench_control "$qlink" || fail "the link check finds no quench_control in quench's link line either: it cannot fail"
+out=$("$bin") || fail "qn_transport_only failed: $out"
+echo "$out"
+echo "PASS build_layering: transport/ includes only transport/ and common/ headers (planted control-plane includes flagged); qn_transport_only links $(grep -oE 'libquench_[a-z]+\.a' "$link" | sort -u | tr '\n' ' ')and delivers"

@@ -1,0 +1,24 @@
+// bench.h - `quench bench switch`: forwarding Mpps of quench's switch program against the bare
+// redirect baseline, measured side by side (alternating rounds) on the same topology, and the
+// per-packet cost of each program from BPF_PROG_TEST_RUN repeat.
+#pragma once
+
+#include <string>
+
+#include "common/result.h"
+
+namespace qn {
+
+struct BenchOptions {
+	double seconds = 1.0;   // per round per variant
+	int rounds = 10;
+	size_t frame_bytes = 64;
+	int senders = 1;        // AF_PACKET sender threads in the sending host
+	uint32_t testrun_repeat = 20000; // single TEST_RUN calls whose median is reported
+	bool ecn_dequeue = false; // the quench switch decides RED at dequeue (switch setting ecn_at)
+};
+
+// Return: the report text; the bench topology is removed on every path.
+Result<std::string> bench_switch(const BenchOptions &o);
+
+} // namespace qn

@@ -1,0 +1,49 @@
+// testrun.cc - BPF_PROG_TEST_RUN.
+#include "bench/testrun.h"
+
+#include <linux/bpf.h>
+
+#include <bpf/bpf.h>
+
+namespace qn {
+
+Result<TestRunOut> test_run_tc(int prog_fd, const Bytes &in, uint32_t ingress_ifindex, uint32_t ifindex,
+			       uint32_t repeat)
+{
+	TestRunOut out;
+	out.data.resize(in.size() + 256);
+	__sk_buff ctx_in{}, ctx_out{};
+	ctx_in.ingress_ifindex = ingress_ifindex;
+	ctx_in.ifindex = ifindex;
+	DECLARE_LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in.data(), .data_out = out.data.data(),
+			    .data_size_in = uint32_t(in.size()), .data_size_out = uint32_t(out.data.size()),
+			    .ctx_in = &ctx_in, .ctx_out = &ctx_out, .ctx_size_in = sizeof(ctx_in),
+			    .ctx_size_out = sizeof(ctx_out), .repeat = int(repeat));
+	int err = bpf_prog_test_run_opts(prog_fd, &opts);
+	if (err)
+		return sys_error(err, "BPF_PROG_TEST_RUN (tc)");
+	out.retval = opts.retval;
+	out.data.resize(opts.data_size_out);
+	out.duration_ns = opts.duration;
+	out.priority = ctx_out.priority;
+	out.mark = ctx_out.mark;
+	return out;
+}
+
+Result<TestRunOut> test_run_xdp(int prog_fd, const Bytes &in, uint32_t repeat)
+{
+	TestRunOut out;
+	out.data.resize(in.size() + 256);
+	DECLARE_LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in.data(), .data_out = out.data.data(),
+			    .data_size_in = uint32_t(in.size()), .data_size_out = uint32_t(out.data.size()),
+			    .repeat = int(repeat));
+	int err = bpf_prog_test_run_opts(prog_fd, &opts);
+	if (err)
+		return sys_error(err, "BPF_PROG_TEST_RUN (xdp)");
+	out.retval = opts.retval;
+	out.data.resize(opts.data_size_out);
+	out.duration_ns = opts.duration;
+	return out;
+}
+
+} // namespace qn

@@ -1,0 +1,515 @@
+// bringup.cc - topology bring-up and tear-down through `ip -batch` / `tc -batch`, setns() and
+// libbpf.
+#include "control/bringup.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <csignal>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+
+#include "control/exec.h"
+#include "control/netns.h"
+#include "control/switch_loader.h"
+#include "control/switchd.h"
+#include "qn_steer.skel.h"
+
+namespace qn {
+namespace {
+
+constexpr const char *kGatewayIp = "169.254.0.1"; // on-link next hop of every host
+
+
+Status write_file(const std::string &path, const std::string &text)
+{
+	std::string tmp = path + ".tmp";
+	{
+		std::ofstream f(tmp, std::ios::trunc);
+		if (!f)
+			return sys_error(errno, "write " + tmp);
+		f << text;
+		if (!f.flush())
+			return sys_error(errno, "write " + tmp);
+	}
+	if (rename(tmp.c_str(), path.c_str()) < 0)
+		return sys_error(errno, "rename " + tmp);
+	return ok_status();
+}
+
+Result<std::string> read_file(const std::string &path)
+{
+	std::ifstream f(path);
+	if (!f)
+		return sys_error(errno, "read " + path);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	return ss.str();
+}
+
+std::string bits(uint64_t bps) { return std::to_string(bps) + "bit"; }
+
+// Pin qn_steer's XSKMAP and counters under `dir` (replacing old pins), where the engine opens
+// them; used for host steering and for cable ends.
+Status pin_steer_maps(qn_steer *skel, const std::string &dir)
+{
+	for (bpf_map *m : {skel->maps.qn_xsks, skel->maps.qn_steer_stats}) {
+		std::string path = dir + "/" + bpf_map__name(m);
+		unlink(path.c_str());
+		if (int err = bpf_map__pin(m, path.c_str()); err)
+			return sys_error(err, "pin " + path);
+	}
+	return ok_status();
+}
+
+// qn_steer with the topology's shared qn_dqmarks (dqmark.h), loaded. Return: null on error.
+qn_steer *load_steer(const Topology &t)
+{
+	qn_steer *skel = qn_steer__open();
+	if (!skel)
+		return nullptr;
+	std::string top = topo_pin_dir(t.name);
+	mkdir(kPinRoot, 0700);
+	mkdir(top.c_str(), 0700);
+	if (int e = bpf_map__set_pin_path(skel->maps.qn_dqmarks, dqmarks_pin(t).c_str()); e) {
+		qn_steer__destroy(skel);
+		errno = -e;
+		return nullptr;
+	}
+	if (int e = qn_steer__load(skel); e) {
+		qn_steer__destroy(skel);
+		errno = -e;
+		return nullptr;
+	}
+	return skel;
+}
+
+std::vector<int> cable_links(const Topology &t)
+{
+	std::vector<int> v;
+	for (size_t li = 0; li < t.links.size(); li++)
+		if (is_cable_link(t, t.links[li]))
+			v.push_back(int(li));
+	return v;
+}
+
+CableSpec cable_spec(const Topology &t, int li)
+{
+	CableSpec c;
+	c.link = li;
+	c.name = "cb" + std::to_string(li);
+	c.netns = cable_netns(t);
+	c.delay_ns = t.links[size_t(li)].delay_ns;
+	c.error_rate = t.links[size_t(li)].error_rate;
+	for (int k = 0; k < 2; k++) {
+		c.ifname[k] = c.name + (k == 0 ? "a" : "b");
+		// Distinct from every port's ifindex (kIfindexBase + port index).
+		c.ifindex[k] = 20000 + uint32_t(li) * 2 + uint32_t(k);
+		c.xskmap_pin[k] = cable_pin_dir(t.name, c.ifname[k]) + "/qn_xsks";
+	}
+	return c;
+}
+
+// Attach qn_xdp_cable (every frame to the AF_XDP socket) on both ends of a cable and pin the
+// XSKMAP of each end where the engine finds it.
+Status attach_cable_xdp(const Topology &t, const CableSpec &c)
+{
+	for (int k = 0; k < 2; k++) {
+		qn_steer *skel = load_steer(t);
+		if (!skel)
+			return sys_error(errno, "load qn_steer for cable " + c.name);
+		std::string dir = cable_pin_dir(t.name, c.ifname[k]);
+		mkdir(topo_pin_dir(t.name).c_str(), 0700);
+		mkdir((topo_pin_dir(t.name) + "/cables").c_str(), 0700);
+		mkdir(dir.c_str(), 0700);
+		Status st = pin_steer_maps(skel, dir);
+		if (st.ok()) {
+			NetnsScope ns(c.netns);
+			if (!ns.ok()) {
+				st = ns.status();
+			} else if (int err = bpf_xdp_attach(int(c.ifindex[k]), bpf_program__fd(skel->progs.qn_xdp_cable),
+							    XDP_FLAGS_DRV_MODE, nullptr);
+				   err) {
+				st = sys_error(err, "attach XDP on cable end " + c.ifname[k]);
+			}
+		}
+		qn_steer__destroy(skel);
+		QN_TRY(st);
+	}
+	return ok_status();
+}
+
+// Attach qn_steer (native XDP) on a host veth and pin its maps under the host's pin dir, so
+// the engine can bind AF_XDP sockets into qn_xsks.
+Status attach_steering(const Topology &t, int host)
+{
+	const Port &p = t.ports[size_t(t.ports_of(host)[0])];
+	qn_steer *skel = load_steer(t);
+	if (!skel)
+		return sys_error(errno, "load qn_steer");
+	std::string dir = node_pin_dir(t.name, t.nodes[size_t(host)].name);
+	mkdir(topo_pin_dir(t.name).c_str(), 0700);
+	mkdir(dir.c_str(), 0700);
+	Status st = pin_steer_maps(skel, dir);
+	if (st.ok()) {
+		std::string path = dir + "/prog_steer";
+		unlink(path.c_str());
+		if (int err = bpf_program__pin(skel->progs.qn_xdp_steer, path.c_str()); err)
+			st = sys_error(err, "pin " + path);
+	}
+	if (st.ok()) {
+		NetnsScope ns(t.netns(host));
+		if (!ns.ok()) {
+			st = ns.status();
+		} else {
+			int err = bpf_xdp_attach(int(p.ifindex), bpf_program__fd(skel->progs.qn_xdp_steer),
+						 XDP_FLAGS_DRV_MODE, nullptr);
+			if (err)
+				st = sys_error(err, "attach XDP steering on " + p.ifname);
+		}
+	}
+	qn_steer__destroy(skel);
+	return st;
+}
+
+bool healthy(const Topology &t)
+{
+	for (const auto &n : t.nodes)
+		if (!netns_exists(t.netns(n.id)))
+			return false;
+	for (const auto &n : t.nodes) {
+		if (n.kind != NodeKind::Switch)
+			continue;
+		struct stat st;
+		if (stat((switch_pin_dir(t, n.id) + "/qn_fib").c_str(), &st) != 0)
+			return false;
+	}
+	std::ifstream pf(switchd_pid_path(t.name));
+	pid_t pid = 0;
+	return (pf >> pid) && pid > 0 && kill(pid, 0) == 0;
+}
+
+} // namespace
+
+HtbPlan plan_htb(uint64_t fabric_rate_bps, uint32_t mtu, uint64_t buffer_bytes, const Dilation &d)
+{
+	HtbPlan h;
+	h.rate_bps = d.to_wall_rate_bps(fabric_rate_bps);
+	// Control class: 5% guaranteed, may borrow up to the link (strict priority 0).
+	h.ctrl_rate_bps = std::max<uint64_t>(h.rate_bps / 20, 1000);
+	h.data_rate_bps = h.rate_bps - h.ctrl_rate_bps;
+	// burst = cburst >= 2 frames of wire time, and at least 25 us at the wall rate: with tc's
+	// default burst HTB reaches 74% of 8 Gbit/s (notes/datapath.md), and on 2 busy cores its
+	// dequeue softirq runs late; tokens beyond the burst are lost, so the burst must cover
+	// that lateness (measured: 10 us left 1 Gbit/s at 0.986 under a heavy offered load).
+	uint64_t frame_wire = uint64_t(mtu) + 14 + 24;
+	h.burst_bytes = std::max<uint64_t>(2 * frame_wire, h.rate_bps / 8 / 40000);
+	h.quantum_bytes = std::min<uint64_t>(200000, std::max<uint64_t>(frame_wire, h.rate_bps / 8 / 10000));
+	h.fifo_limit_bytes = 2 * buffer_bytes + 4 * frame_wire;
+	return h;
+}
+
+Status topo_up(const Topology &t, const UpOptions &o)
+{
+	if (geteuid() != 0)
+		return make_error("topo up needs root (namespaces, tc, BPF)");
+	std::string text = t.to_text();
+	char dil[32];
+	std::snprintf(dil, sizeof(dil), "%.6g", o.dilation.factor());
+	std::string meta = std::string("dilation ") + dil + "\nsource " + t.source + "\ncables " +
+			   (o.cables && !cable_links(t).empty() ? "yes" : "no") + "\n";
+	{
+		auto old = read_file(state_path(t.name));
+		auto old_meta = read_file(meta_path(t.name));
+		if (old && old_meta && *old == text && *old_meta == meta && healthy(t)) {
+			std::fprintf(stderr, "topology %s is already up\n", t.name.c_str());
+			return ok_status();
+		}
+	}
+	// Whatever is there (a different topology of this name, or a half-made one) goes first.
+	QN_TRY(topo_down(t.name));
+	mkdir(kStateDir, 0755);
+	QN_TRY(ensure_bpffs());
+
+	// 1. namespaces, IPv6 off before any interface exists (no RS/MLD noise in the counters).
+	std::string batch;
+	for (const auto &n : t.nodes)
+		batch += "netns add " + t.netns(n.id) + "\n";
+	QN_TRY(run_ok({"ip", "-batch", "-"}, batch));
+	for (const auto &n : t.nodes) {
+		NetnsScope ns(t.netns(n.id));
+		QN_TRY(ns.status());
+		QN_TRY(write_sysctl("net/ipv6/conf/all/disable_ipv6", "1"));
+		QN_TRY(write_sysctl("net/ipv6/conf/default/disable_ipv6", "1"));
+	}
+
+	// 2. veth pairs, created directly inside their namespaces with explicit ifindex and MAC.
+	batch.clear();
+	const bool with_cables = o.cables && !cable_links(t).empty();
+	if (with_cables)
+		QN_TRY(run_ok({"ip", "netns", "add", cable_netns(t)}));
+	for (size_t li = 0; li < t.links.size(); li++) {
+		const Link &l = t.links[li];
+		const Port *a = nullptr, *b = nullptr;
+		for (const auto &p : t.ports)
+			if (p.link == int(li))
+				(a ? b : a) = &p;
+		if (with_cables && is_cable_link(t, l)) {
+			CableSpec c = cable_spec(t, int(li));
+			const Port *ends[2] = {a, b};
+			for (int k = 0; k < 2; k++)
+				batch += "link add " + ends[k]->ifname + " index " + std::to_string(ends[k]->ifindex) +
+					 " mtu " + std::to_string(l.mtu) + " address " + mac_to_string(ends[k]->mac) +
+					 " netns " + t.netns(ends[k]->node) + " type veth peer name " + c.ifname[k] +
+					 " index " + std::to_string(c.ifindex[k]) + " mtu " + std::to_string(l.mtu) +
+					 " netns " + c.netns + "\n";
+			continue;
+		}
+		batch += "link add " + a->ifname + " index " + std::to_string(a->ifindex) + " mtu " +
+			 std::to_string(l.mtu) + " address " + mac_to_string(a->mac) + " netns " + t.netns(a->node) +
+			 " type veth peer name " + b->ifname + " index " + std::to_string(b->ifindex) + " mtu " +
+			 std::to_string(l.mtu) + " address " + mac_to_string(b->mac) + " netns " + t.netns(b->node) +
+			 "\n";
+	}
+	QN_TRY(run_ok({"ip", "-batch", "-"}, batch));
+
+	// 3. per namespace: links up; hosts get their address, an on-link gateway and a static
+	//    neighbour for it (the switch port's MAC), so no ARP is ever needed.
+	for (const auto &n : t.nodes) {
+		batch = "link set lo up\n";
+		for (int pi : t.ports_of(n.id)) {
+			const Port &p = t.ports[size_t(pi)];
+			batch += "link set " + p.ifname + " up\n";
+			if (n.kind == NodeKind::Host) {
+				const Port &peer = t.ports[size_t(p.peer_port)];
+				batch += "addr add " + ip_to_string(n.ip) + "/32 dev " + p.ifname + "\n";
+				batch += "neigh replace " + std::string(kGatewayIp) + " lladdr " + mac_to_string(peer.mac) +
+					 " dev " + p.ifname + " nud permanent\n";
+				batch += "route add default via " + std::string(kGatewayIp) + " dev " + p.ifname +
+					 " onlink\n";
+			}
+		}
+		QN_TRY(run_ok({"ip", "-n", t.netns(n.id), "-batch", "-"}, batch));
+	}
+
+	if (with_cables) {
+		batch = "link set lo up\n";
+		for (int li : cable_links(t)) {
+			CableSpec c = cable_spec(t, li);
+			for (int k = 0; k < 2; k++)
+				batch += "link set " + c.ifname[k] + " up\n";
+		}
+		QN_TRY(run_ok({"ip", "-n", cable_netns(t), "-batch", "-"}, batch));
+		for (int li : cable_links(t))
+			QN_TRY(attach_cable_xdp(t, cable_spec(t, li)));
+	}
+
+	// 4. HTB on every switch egress port.
+	for (const auto &n : t.nodes) {
+		if (n.kind != NodeKind::Switch)
+			continue;
+		batch.clear();
+		for (int pi : t.ports_of(n.id)) {
+			const Port &p = t.ports[size_t(pi)];
+			const Link &l = t.links[size_t(p.link)];
+			HtbPlan h = plan_htb(l.rate_bps, l.mtu, n.buffer_bytes, o.dilation);
+			std::string common = " burst " + std::to_string(h.burst_bytes) + " cburst " +
+					     std::to_string(h.burst_bytes) + " overhead 24 mpu 84 quantum " +
+					     std::to_string(h.quantum_bytes);
+			batch += "qdisc replace dev " + p.ifname + " root handle 1: htb default 20\n";
+			batch += "class replace dev " + p.ifname + " parent 1: classid 1:1 htb rate " + bits(h.rate_bps) +
+				 " ceil " + bits(h.rate_bps) + common + "\n";
+			batch += "class replace dev " + p.ifname + " parent 1:1 classid 1:10 htb rate " +
+				 bits(h.ctrl_rate_bps) + " ceil " + bits(h.rate_bps) + " prio 0" + common + "\n";
+			batch += "class replace dev " + p.ifname + " parent 1:1 classid 1:20 htb rate " +
+				 bits(h.data_rate_bps) + " ceil " + bits(h.rate_bps) + " prio 1" + common + "\n";
+			batch += "qdisc replace dev " + p.ifname + " parent 1:10 handle 10: bfifo limit " +
+				 std::to_string(h.fifo_limit_bytes) + "\n";
+			batch += "qdisc replace dev " + p.ifname + " parent 1:20 handle 20: bfifo limit " +
+				 std::to_string(h.fifo_limit_bytes) + "\n";
+		}
+		QN_TRY(run_ok({"tc", "-n", t.netns(n.id), "-batch", "-"}, batch));
+	}
+
+	// 5. switch programs: load, pin, fill, validate, attach.
+	for (const auto &n : t.nodes)
+		if (n.kind == NodeKind::Switch)
+			QN_TRY(load_switch(t, n.id, o.dilation));
+
+	// 6. host steering (skipped where the MTU is too large for native XDP on veth).
+	if (o.attach_steering) {
+		for (const auto &n : t.nodes) {
+			if (n.kind != NodeKind::Host)
+				continue;
+			const Link &l = t.links[size_t(t.ports[size_t(t.ports_of(n.id)[0])].link)];
+			if (l.mtu > 3506)
+				continue;
+			QN_TRY(attach_steering(t, n.id));
+		}
+	}
+
+	// 7. the state file marks the topology complete; then the control process (PFC frames)
+	//    starts, reading it.
+	QN_TRY(write_file(meta_path(t.name), meta));
+	QN_TRY(write_file(state_path(t.name), text));
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return sys_error(errno, "readlink /proc/self/exe");
+	self[n] = '\0';
+	return spawn_switchd(self, t.name);
+}
+
+bool is_cable_link(const Topology &t, const Link &l)
+{
+	return l.delay_ns > 0 && t.nodes[size_t(l.a)].kind == NodeKind::Switch &&
+	       t.nodes[size_t(l.b)].kind == NodeKind::Switch;
+}
+
+std::string cable_netns(const Topology &t) { return "qn-" + t.name + "-cable-ns"; }
+
+std::vector<CableSpec> cable_specs(const Topology &t)
+{
+	std::vector<CableSpec> v;
+	if (!netns_exists(cable_netns(t)))
+		return v;
+	for (int li : cable_links(t))
+		v.push_back(cable_spec(t, li));
+	return v;
+}
+
+Status topo_down(const std::string &name)
+{
+	stop_switchd(name);
+	std::string prefix = "qn-" + name + "-";
+	std::string batch;
+	for (const auto &ns : list_netns())
+		if (ns.rfind(prefix, 0) == 0)
+			batch += "netns del " + ns + "\n";
+	Status st = ok_status();
+	if (!batch.empty()) {
+		auto r = run({"ip", "-force", "-batch", "-"}, batch);
+		if (!r)
+			st = r.error();
+	}
+	for (const auto &ns : list_netns())
+		if (ns.rfind(prefix, 0) == 0)
+			st = make_error("namespace " + ns + " is still there after 'ip netns del'");
+	Status pins = remove_tree(topo_pin_dir(name));
+	if (!pins.ok())
+		st = pins;
+	unlink(state_path(name).c_str());
+	unlink(meta_path(name).c_str());
+	unlink(switchd_log_path(name).c_str());
+	return st;
+}
+
+std::vector<std::string> running_topologies()
+{
+	std::vector<std::string> out;
+	auto r = run({"ls", "-1", kStateDir});
+	if (!r || r->status != 0)
+		return out;
+	std::istringstream in(r->out);
+	std::string f;
+	while (std::getline(in, f))
+		if (f.size() > 5 && f.substr(f.size() - 5) == ".topo")
+			out.push_back(f.substr(0, f.size() - 5));
+	std::sort(out.begin(), out.end());
+	return out;
+}
+
+Status topo_down_all()
+{
+	Status st = ok_status();
+	std::vector<std::string> names = running_topologies();
+	// Half-made topologies have no state file: find them by namespace prefix.
+	for (const auto &ns : list_netns()) {
+		if (ns.rfind("qn-", 0) != 0)
+			continue;
+		auto dash = ns.find('-', 3);
+		if (dash != std::string::npos)
+			names.push_back(ns.substr(3, dash - 3));
+	}
+	std::sort(names.begin(), names.end());
+	names.erase(std::unique(names.begin(), names.end()), names.end());
+	for (const auto &n : names) {
+		Status s = topo_down(n);
+		if (!s.ok())
+			st = s;
+	}
+	Status pins = remove_tree(kPinRoot);
+	if (!pins.ok())
+		st = pins;
+	return st;
+}
+
+Result<Topology> load_running(const std::string &name)
+{
+	auto text = read_file(state_path(name));
+	if (!text)
+		return make_error("topology '" + name + "' is not up (no " + state_path(name) + ")");
+	auto t = parse_topology(*text, state_path(name));
+	if (!t)
+		return t.error();
+	if (auto meta = read_file(meta_path(name))) {
+		auto pos = meta->find("source ");
+		if (pos != std::string::npos) {
+			auto end = meta->find('\n', pos);
+			t->source = meta->substr(pos + 7, end == std::string::npos ? std::string::npos : end - pos - 7);
+		}
+	}
+	return t;
+}
+
+Result<Dilation> running_dilation(const std::string &name)
+{
+	auto meta = read_file(meta_path(name));
+	if (!meta)
+		return meta.error();
+	double d = 1.0;
+	if (std::sscanf(meta->c_str(), "dilation %lf", &d) != 1)
+		return make_error(meta_path(name) + ": no dilation line");
+	return Dilation::make(d);
+}
+
+Result<std::string> topo_show(const std::string &only)
+{
+	std::ostringstream o;
+	auto names = running_topologies();
+	if (!only.empty()) {
+		if (std::find(names.begin(), names.end(), only) == names.end())
+			return make_error("no running topology named '" + only + "' (quench topo show lists them)");
+		names = {only};
+	}
+	if (names.empty())
+		o << "no topology is up\n";
+	for (const auto &n : names) {
+		auto t = load_running(n);
+		if (!t)
+			return t.error();
+		auto d = running_dilation(n);
+		size_t present = 0;
+		for (const auto &node : t->nodes)
+			present += netns_exists(t->netns(node.id));
+		o << t->describe();
+		o << "  dilation " << (d ? d->factor() : 0.0) << ", namespaces present " << present << "/"
+		  << t->nodes.size() << ", pins " << kPinRoot << "/" << n << "/\n";
+		for (const CableSpec &c : cable_specs(*t)) {
+			const Link &l = t->links[size_t(c.link)];
+			o << "  cable " << c.name << ": " << t->nodes[size_t(l.a)].name << " <-> " << t->nodes[size_t(l.b)].name
+			  << " delay " << format_time(c.delay_ns) << " (" << c.netns << ": " << c.ifname[0] << ", "
+			  << c.ifname[1] << "; carried while an engine runs)\n";
+		}
+		o << "\n";
+	}
+	return o.str();
+}
+
+} // namespace qn

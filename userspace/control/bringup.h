@@ -1,0 +1,70 @@
+// bringup.h - `quench topo up|down|show`: namespaces, veth pairs, addresses, static neighbours,
+// HTB shapers, switch programs and host steering, and their removal.
+//
+// What `up` makes, all named from the topology name T (so `down` finds it even after an `up`
+// that died half-way): namespaces qn-T-<node>; veths inside them; pins under
+// /sys/fs/bpf/quench/T/; the state file /run/quench/T.topo, written last.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/paths.h"
+#include "common/result.h"
+#include "common/units.h"
+#include "control/topology.h"
+
+namespace qn {
+
+
+struct UpOptions {
+	Dilation dilation;
+	bool attach_steering = true; // XDP steering on host veths
+	bool cables = true;          // delayed switch-to-switch links run through engine cables
+};
+
+// A cable: a switch-to-switch link with propagation delay, made of two veth pairs whose inner
+// ends live in the topology's cable namespace, where the engine's delay line joins them
+// (DESIGN.md §1). End 0 faces link endpoint a, end 1 faces b.
+struct CableSpec {
+	int link = -1;
+	std::string name;            // "cb<link>"
+	std::string netns;           // qn-<topo>-cable-ns
+	std::string ifname[2];       // "cb<link>a", "cb<link>b"
+	uint32_t ifindex[2] = {};
+	std::string xskmap_pin[2];   // the XSKMAP of the XDP program on each end
+	uint64_t delay_ns = 0;       // fabric
+	double error_rate = 0.0;     // the link's loss probability, per frame and direction
+};
+// Return: true when link `l` becomes a cable at `topo up` (switch to switch, delay > 0).
+bool is_cable_link(const Topology &t, const Link &l);
+std::string cable_netns(const Topology &t);
+// Return: the cables of a running topology (none when it was brought up without cables).
+std::vector<CableSpec> cable_specs(const Topology &t);
+
+// HTB parameters of one switch egress port (wall-clock rates: fabric rate / D).
+struct HtbPlan {
+	uint64_t rate_bps = 0;      // parent 1:1 and ceil of both leaves
+	uint64_t ctrl_rate_bps = 0; // guaranteed rate of the control class 1:10
+	uint64_t data_rate_bps = 0; // guaranteed rate of the data class 1:20
+	uint64_t burst_bytes = 0;   // burst = cburst on every class
+	uint64_t quantum_bytes = 0;
+	uint64_t fifo_limit_bytes = 0; // bfifo leaf limit: deeper than the switch buffer
+};
+HtbPlan plan_htb(uint64_t fabric_rate_bps, uint32_t mtu, uint64_t buffer_bytes, const Dilation &d);
+
+Status topo_up(const Topology &t, const UpOptions &o);
+// Remove everything `up` made for topology `name`. Missing pieces are not errors.
+Status topo_down(const std::string &name);
+Status topo_down_all();
+// Return: every running topology, described.
+Result<std::string> topo_show(const std::string &only = "");
+
+// Load the state of a running topology (the one `up` wrote). Return: error if it is not up.
+Result<Topology> load_running(const std::string &name);
+// Names of running topologies (state files).
+std::vector<std::string> running_topologies();
+// Dilation recorded by `up`.
+Result<Dilation> running_dilation(const std::string &name);
+
+} // namespace qn

@@ -1,0 +1,193 @@
+// stats.cc - reading and formatting switch counters.
+#include "control/stats.h"
+
+#include <cstdio>
+#include <sstream>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "control/bringup.h"
+#include "control/swcfg.h"
+#include "control/switch_loader.h"
+
+namespace qn {
+namespace {
+
+struct Fd {
+	int fd = -1;
+	~Fd()
+	{
+		if (fd >= 0)
+			close(fd);
+	}
+};
+
+std::string human(double v)
+{
+	char buf[32];
+	if (v >= 1e9)
+		std::snprintf(buf, sizeof(buf), "%.2fG", v / 1e9);
+	else if (v >= 1e6)
+		std::snprintf(buf, sizeof(buf), "%.2fM", v / 1e6);
+	else if (v >= 1e4)
+		std::snprintf(buf, sizeof(buf), "%.1fK", v / 1e3);
+	else
+		std::snprintf(buf, sizeof(buf), "%.0f", v);
+	return buf;
+}
+
+} // namespace
+
+Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
+{
+	SwitchCounters c;
+	c.topology = t.name;
+	c.sw = t.nodes[size_t(sw)].name;
+	std::string dir = switch_pin_dir(t, sw);
+	Fd ports, stats, orphans, qstate, buffer;
+	for (auto [fd, name] : {std::pair{&ports, "qn_ports"}, std::pair{&stats, "qn_port_stats"},
+				std::pair{&orphans, "qn_orphan_drops"}, std::pair{&qstate, "qn_qstate"},
+				std::pair{&buffer, "qn_buffer"}}) {
+		fd->fd = bpf_obj_get((dir + "/" + name).c_str());
+		if (fd->fd < 0)
+			return sys_error(errno, "open " + dir + "/" + name);
+	}
+	{
+		uint32_t zero = 0;
+		if (bpf_map_lookup_elem(buffer.fd, &zero, &c.buffer_used))
+			return sys_error(errno, "read qn_buffer");
+		auto cfg = read_swcfg(dir);
+		if (!cfg)
+			return cfg.error();
+		c.cfg = *cfg;
+	}
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return sys_error(ncpu, "count possible CPUs");
+	std::vector<qn_port_stats> percpu(static_cast<size_t>(ncpu));
+	for (int pi : t.ports_of(sw)) {
+		const Port &p = t.ports[size_t(pi)];
+		PortCounters pc;
+		pc.ifname = p.ifname;
+		pc.ifindex = p.ifindex;
+		qn_port pv{};
+		uint32_t key = p.ifindex;
+		if (bpf_map_lookup_elem(ports.fd, &key, &pv))
+			return sys_error(errno, "qn_ports has no entry for " + p.ifname);
+		pc.port_no = pv.port_no;
+		pc.role = pv.role;
+		uint32_t idx = pv.port_no;
+		if (bpf_map_lookup_elem(stats.fd, &idx, percpu.data()))
+			return sys_error(errno, "read qn_port_stats[" + std::to_string(idx) + "]");
+		for (const auto &s : percpu)
+			accumulate(pc.s, s);
+		if (bpf_map_lookup_elem(qstate.fd, &idx, &pc.q))
+			return sys_error(errno, "read qn_qstate[" + std::to_string(idx) + "]");
+		c.ports.push_back(pc);
+	}
+	std::vector<uint64_t> vals(static_cast<size_t>(ncpu));
+	for (uint32_t r = 0; r < QN_DROP_MAX; r++) {
+		if (bpf_map_lookup_elem(orphans.fd, &r, vals.data()))
+			return sys_error(errno, "read qn_orphan_drops");
+		for (uint64_t v : vals)
+			c.orphan_drops[r] += v;
+	}
+	return c;
+}
+
+std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev, double dt_s)
+{
+	std::ostringstream o;
+	char line[512];
+	o << "switch " << c.topology << "/" << c.sw << "\n";
+	std::snprintf(line, sizeof(line), "%-4s %-12s %-6s %10s %10s %10s %10s %9s %9s %8s%s\n", "port", "ifname",
+		      "role", "rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes", "tx_ctrl", "tx_data", "drops",
+		      prev ? "   rx_rate   tx_rate" : "");
+	o << line;
+	for (size_t i = 0; i < c.ports.size(); i++) {
+		const PortCounters &p = c.ports[i];
+		uint64_t drops = 0;
+		for (int r = 0; r < QN_DROP_MAX; r++)
+			drops += p.s.drops[r];
+		std::string rates;
+		if (prev && dt_s > 0 && i < prev->ports.size()) {
+			double rx = double(p.s.rx_bytes - prev->ports[i].s.rx_bytes) * 8 / dt_s;
+			double tx = double(p.s.tx_bytes - prev->ports[i].s.tx_bytes) * 8 / dt_s;
+			rates = "  " + human(rx) + "bit/s  " + human(tx) + "bit/s";
+		}
+		std::snprintf(line, sizeof(line), "%-4u %-12s %-6s %10s %10s %10s %10s %9s %9s %8s%s\n", p.port_no,
+			      p.ifname.c_str(), p.role == QN_ROLE_HOST ? "host" : "switch",
+			      human(double(p.s.rx_pkts)).c_str(), human(double(p.s.rx_bytes)).c_str(),
+			      human(double(p.s.tx_pkts)).c_str(), human(double(p.s.tx_bytes)).c_str(),
+			      human(double(p.s.tx_ctrl_pkts)).c_str(), human(double(p.s.tx_data_pkts)).c_str(),
+			      human(double(drops)).c_str(), rates.c_str());
+		o << line;
+	}
+	std::snprintf(line, sizeof(line), "%-4s %-12s %10s %10s %10s %9s %9s %8s %8s %8s %11s\n", "port", "queue",
+		      "depth_B", "depth_pkt", "peak_B", "ecn_ect", "ecn_ce", "pfc_rx", "xoff", "xon", "paused_ms");
+	o << line;
+	for (const auto &p : c.ports) {
+		std::snprintf(line, sizeof(line), "%-4u %-12s %10s %10s %10s %9s %9s %8s %8s %8s %11.3f\n", p.port_no,
+			      p.ifname.c_str(), human(double(p.q.last_bytes)).c_str(), human(double(p.q.last_pkts)).c_str(),
+			      human(double(p.q.peak_bytes)).c_str(), human(double(p.s.ecn_ect)).c_str(),
+			      human(double(p.s.ecn_marked)).c_str(), human(double(p.s.pfc_rx)).c_str(),
+			      human(double(p.s.pfc_xoff_sent)).c_str(), human(double(p.s.pfc_xon_sent)).c_str(),
+			      double(p.s.paused_ns) / 1e6);
+		o << line;
+	}
+	o << "  buffer in use " << c.buffer_used << " B; " << describe_swcfg(c.cfg) << "\n";
+	// Drop reasons, only those that occurred.
+	for (const auto &p : c.ports) {
+		std::string reasons;
+		for (int r = 1; r < QN_DROP_MAX; r++)
+			if (p.s.drops[r])
+				reasons += " " + drop_reason_name(unsigned(r)) + "=" + std::to_string(p.s.drops[r]);
+		if (p.s.rx_nonlinear)
+			reasons += " (rx_nonlinear=" + std::to_string(p.s.rx_nonlinear) + ")";
+		if (p.s.mirrored)
+			reasons += " (mirrored=" + std::to_string(p.s.mirrored) + ")";
+		if (!reasons.empty())
+			o << "  " << p.ifname << ":" << reasons << "\n";
+	}
+	// Exact ECN counts of the ports that saw ECT packets (the table rounds).
+	for (const auto &p : c.ports)
+		if (p.s.ecn_ect || p.s.ecn_marked)
+			o << "  " << p.ifname << " ecn: ect=" << p.s.ecn_ect << " ce=" << p.s.ecn_marked << "\n";
+	std::string orphan;
+	for (int r = 1; r < QN_DROP_MAX; r++)
+		if (c.orphan_drops[r])
+			orphan += " " + drop_reason_name(unsigned(r)) + "=" + std::to_string(c.orphan_drops[r]);
+	if (!orphan.empty())
+		o << "  frames from unknown ports:" << orphan << "\n";
+	return o.str();
+}
+
+Result<std::vector<std::pair<Topology, int>>> resolve_switches(const std::string &spec)
+{
+	std::vector<std::pair<Topology, int>> out;
+	std::string want_topo, want_sw = spec;
+	if (auto slash = spec.find('/'); slash != std::string::npos) {
+		want_topo = spec.substr(0, slash);
+		want_sw = spec.substr(slash + 1);
+	}
+	auto names = running_topologies();
+	if (names.empty())
+		return make_error("no topology is up (quench topo up FILE)");
+	for (const auto &n : names) {
+		if (!want_topo.empty() && n != want_topo)
+			continue;
+		auto t = load_running(n);
+		if (!t)
+			return t.error();
+		for (const auto &node : t->nodes)
+			if (node.kind == NodeKind::Switch && (want_sw.empty() || node.name == want_sw))
+				out.emplace_back(*t, node.id);
+	}
+	if (out.empty())
+		return make_error("no running switch matches '" + spec + "'");
+	return out;
+}
+
+} // namespace qn

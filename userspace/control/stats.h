@@ -1,0 +1,40 @@
+// stats.h - per-port switch counters read from the pinned maps (`quench switch stats`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/abi.h"
+#include "common/result.h"
+#include "control/topology.h"
+
+namespace qn {
+
+struct PortCounters {
+	std::string ifname;
+	uint32_t ifindex = 0;
+	uint32_t port_no = 0;
+	uint32_t role = 0;
+	qn_port_stats s{}; // summed over CPUs
+	qn_qstate q{};     // egress queue state (depth last read, peak, accounting)
+};
+
+struct SwitchCounters {
+	std::string topology, sw;
+	std::vector<PortCounters> ports;  // in port order
+	uint64_t orphan_drops[QN_DROP_MAX] = {};
+	int64_t buffer_used = 0;
+	qn_swcfg cfg{};
+};
+
+// Read the pinned maps of switch `sw` of running topology `t`.
+Result<SwitchCounters> read_switch_counters(const Topology &t, int sw);
+
+// Format as the table `quench switch stats` prints. With `prev` and `dt_s` > 0, adds rates.
+std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev = nullptr, double dt_s = 0);
+
+// Resolve "T/s1", "s1" or "" into (topology, switch id) pairs among running topologies.
+Result<std::vector<std::pair<Topology, int>>> resolve_switches(const std::string &spec);
+
+} // namespace qn

@@ -1,0 +1,33 @@
+// switch_loader.h - load one quench switch: the qn_switch skeleton with its .rodata
+// configuration, maps pinned under /sys/fs/bpf/quench/<topology>/<switch>/, ports and routes
+// filled and validated inside the switch namespace, tc ingress/egress attached on every port.
+#pragma once
+
+#include <string>
+
+#include "common/paths.h"
+#include "common/result.h"
+#include "common/units.h"
+#include "control/topology.h"
+
+namespace qn {
+
+
+// Return: /sys/fs/bpf/quench/<topology>/<switch>
+std::string switch_pin_dir(const Topology &t, int sw);
+// The topology's shared map of dequeue-time ECN marks (bpf/include/dqmark.h): every switch and
+// host steering program of the topology uses the map pinned here.
+std::string dqmarks_pin(const Topology &t);
+
+// Load, pin, fill, validate and attach the switch program for node `sw`.
+Status load_switch(const Topology &t, int sw, const Dilation &d);
+
+// Replace the switch's tc programs on every port with the bare redirect baseline (bench), or
+// put quench's programs back. Maps stay pinned.
+Status attach_bare(const Topology &t, int sw);
+Status reattach_switch(const Topology &t, int sw);
+
+// Route libbpf's messages (verifier logs included) to stderr; warnings and above unless verbose.
+void setup_libbpf_logging(bool verbose);
+
+} // namespace qn

@@ -1,0 +1,281 @@
+// switchd.cc - PFC control threads (one per switch) and their process.
+#include "control/switchd.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <net/if.h>
+#include <spawn.h>
+#include <sstream>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "common/abi.h"
+#include "control/bringup.h"
+#include "control/pfc.h"
+#include "control/rawsock.h"
+#include "control/switch_loader.h"
+
+extern char **environ;
+
+namespace qn {
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::mutex g_log_mu;
+
+void logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void logf(const char *fmt, ...)
+{
+	std::lock_guard<std::mutex> lk(g_log_mu);
+	va_list ap;
+	va_start(ap, fmt);
+	std::vfprintf(stdout, fmt, ap);
+	va_end(ap);
+	std::fflush(stdout);
+}
+
+std::string pid_path(const std::string &t) { return switchd_pid_path(t); }
+std::string log_path(const std::string &t) { return switchd_log_path(t); }
+
+struct PortTx {
+	std::unique_ptr<RawSocket> sock;
+	Mac mac{};
+	uint64_t wall_rate_bps = 0;
+	std::string ifname;
+};
+
+struct Pause {
+	bool on = false;
+	uint16_t quanta = 0;
+	uint64_t next_refresh_ns = 0;
+};
+
+struct SwitchCtl {
+	std::string name;
+	std::vector<PortTx> ports; // by port_no
+	Pause paused[QN_MAX_PORTS][QN_NUM_PRIOS];
+	uint64_t frames = 0, refreshes = 0;
+};
+
+void send_pfc(SwitchCtl &s, uint32_t port_no, uint32_t prio, uint16_t quanta)
+{
+	if (port_no >= s.ports.size() || !s.ports[port_no].sock || prio >= QN_NUM_PRIOS)
+		return;
+	std::array<uint16_t, 8> q{};
+	q[prio] = quanta;
+	Bytes f = build_pfc_frame(s.ports[port_no].mac, uint8_t(1u << prio), q);
+	auto r = s.ports[port_no].sock->send_batch(std::vector<Bytes>{f});
+	if (r && *r == 1)
+		s.frames++;
+}
+
+int on_event(void *ctx, void *data, size_t len)
+{
+	auto &s = *static_cast<SwitchCtl *>(ctx);
+	if (len < sizeof(qn_pfc_event))
+		return 0;
+	qn_pfc_event ev;
+	std::memcpy(&ev, data, sizeof(ev));
+	if (ev.port_no >= QN_MAX_PORTS || ev.prio >= QN_NUM_PRIOS || ev.port_no >= s.ports.size())
+		return 0;
+	Pause &p = s.paused[ev.port_no][ev.prio];
+	send_pfc(s, ev.port_no, ev.prio, uint16_t(ev.quanta));
+	if (ev.quanta) {
+		p.on = true;
+		p.quanta = uint16_t(ev.quanta);
+		p.next_refresh_ns = mono_ns() + pfc_quanta_ns(ev.quanta, s.ports[ev.port_no].wall_rate_bps) / 2;
+	} else {
+		p.on = false;
+	}
+	logf("%s %s prio %u %s quanta %u\n", s.name.c_str(), s.ports[ev.port_no].ifname.c_str(), ev.prio,
+	     ev.quanta ? "XOFF" : "XON", ev.quanta);
+	return 0;
+}
+
+void run_one(SwitchCtl *s, ring_buffer *rb)
+{
+	while (!g_stop.load()) {
+		ring_buffer__poll(rb, 1);
+		uint64_t now = mono_ns();
+		for (uint32_t port = 0; port < s->ports.size() && port < QN_MAX_PORTS; port++) {
+			for (uint32_t prio = 0; prio < QN_NUM_PRIOS; prio++) {
+				Pause &p = s->paused[port][prio];
+				if (!p.on || now < p.next_refresh_ns)
+					continue;
+				// Still above XON: refresh before the peer's pause expires.
+				send_pfc(*s, port, prio, p.quanta);
+				s->refreshes++;
+				p.next_refresh_ns = now + pfc_quanta_ns(p.quanta, s->ports[port].wall_rate_bps) / 2;
+			}
+		}
+	}
+	logf("%s: %llu PFC frames sent (%llu refreshes)\n", s->name.c_str(), static_cast<unsigned long long>(s->frames),
+	     static_cast<unsigned long long>(s->refreshes));
+}
+
+bool alive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
+
+std::vector<pid_t> find_by_cmdline(const std::string &topology)
+{
+	std::vector<pid_t> out;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return out;
+	while (dirent *e = readdir(d)) {
+		pid_t pid = pid_t(std::atoi(e->d_name));
+		if (pid <= 0 || pid == getpid())
+			continue;
+		std::ifstream f("/proc/" + std::string(e->d_name) + "/cmdline");
+		std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+		std::vector<std::string> argv;
+		std::string cur;
+		for (char c : cmd) {
+			if (c == '\0') {
+				argv.push_back(cur);
+				cur.clear();
+			} else {
+				cur += c;
+			}
+		}
+		if (argv.size() == 3 && argv[1] == "switchd" && argv[2] == topology)
+			out.push_back(pid);
+	}
+	closedir(d);
+	return out;
+}
+
+} // namespace
+
+Status run_switchd(const std::string &topology)
+{
+	auto t = load_running(topology);
+	if (!t)
+		return t.error();
+	auto dil = running_dilation(topology);
+	if (!dil)
+		return dil.error();
+	std::signal(SIGTERM, [](int) { g_stop = true; });
+	std::signal(SIGINT, [](int) { g_stop = true; });
+	prctl(PR_SET_TIMERSLACK, 1);
+
+	std::vector<std::unique_ptr<SwitchCtl>> ctls;
+	std::vector<ring_buffer *> rbs;
+	for (const auto &n : t->nodes) {
+		if (n.kind != NodeKind::Switch)
+			continue;
+		auto ctl = std::make_unique<SwitchCtl>();
+		ctl->name = n.name;
+		auto pids = t->ports_of(n.id);
+		ctl->ports.resize(pids.size());
+		for (int pi : pids) {
+			const Port &p = t->ports[size_t(pi)];
+			auto s = RawSocket::open(t->netns(n.id), p.ifname, true);
+			if (!s)
+				return s.error();
+			PortTx &tx = ctl->ports[size_t(p.port_no)];
+			tx.sock = std::make_unique<RawSocket>(std::move(*s));
+			tx.mac = p.mac;
+			tx.ifname = p.ifname;
+			tx.wall_rate_bps = dil->to_wall_rate_bps(t->links[size_t(p.link)].rate_bps);
+		}
+		std::string path = switch_pin_dir(*t, n.id) + "/qn_pfc_events";
+		int fd = bpf_obj_get(path.c_str());
+		if (fd < 0)
+			return sys_error(errno, "open " + path);
+		ring_buffer *rb = ring_buffer__new(fd, on_event, ctl.get(), nullptr);
+		close(fd);
+		if (!rb)
+			return sys_error(errno, "ring buffer on " + path);
+		rbs.push_back(rb);
+		ctls.push_back(std::move(ctl));
+	}
+	logf("switchd %s: %zu switches\n", topology.c_str(), ctls.size());
+	std::vector<std::thread> threads;
+	for (size_t i = 0; i < ctls.size(); i++)
+		threads.emplace_back(run_one, ctls[i].get(), rbs[i]);
+	for (auto &th : threads)
+		th.join();
+	for (auto *rb : rbs)
+		ring_buffer__free(rb);
+	return ok_status();
+}
+
+Status spawn_switchd(const std::string &self, const std::string &topology)
+{
+	stop_switchd(topology);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, log_path(topology).c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawnattr_t at;
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+	std::vector<std::string> args{self, "switchd", topology};
+	std::vector<char *> argv;
+	for (auto &a : args)
+		argv.push_back(a.data());
+	argv.push_back(nullptr);
+	pid_t pid;
+	int rc = posix_spawn(&pid, self.c_str(), &fa, &at, argv.data(), environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (rc)
+		return sys_error(rc, "start " + self + " switchd " + topology);
+	std::ofstream(pid_path(topology)) << pid << "\n";
+	// It must come up (open its sockets and ring buffers) or say why. 10 s: under QEMU's TCG
+	// (the kernel CI) exec and start-up of the 28 MB binary took over 2 s once.
+	for (int i = 0; i < 500; i++) {
+		std::ifstream lf(log_path(topology));
+		std::string log((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
+		if (log.find("switchd " + topology + ":") != std::string::npos)
+			return ok_status();
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return make_error("switchd " + topology + " exited: " + log);
+		usleep(20000);
+	}
+	return make_error("switchd " + topology + " did not start within 10 s (log " + log_path(topology) + ")");
+}
+
+void stop_switchd(const std::string &topology)
+{
+	std::vector<pid_t> pids = find_by_cmdline(topology);
+	{
+		std::ifstream f(pid_path(topology));
+		pid_t pid = 0;
+		if (f >> pid && alive(pid))
+			pids.push_back(pid);
+	}
+	for (pid_t p : pids)
+		kill(p, SIGTERM);
+	for (int i = 0; i < 100; i++) {
+		bool any = false;
+		for (pid_t p : pids)
+			any = any || alive(p);
+		if (!any)
+			break;
+		usleep(20000);
+	}
+	for (pid_t p : pids)
+		if (alive(p))
+			kill(p, SIGKILL);
+	unlink(pid_path(topology).c_str());
+}
+
+} // namespace qn

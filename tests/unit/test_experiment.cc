@@ -203,6 +203,48 @@ TEST_CASE("experiment__errors_name_file_line_and_field", "[experiment]")
 	CHECK(ok->attempts == 2);
 }
 
+TEST_CASE("experiment__single_value_directives_come_from_one_table", "[experiment]")
+{
+	// Every directive of the table parses, "auto" stands for 0 where the table says so, and a
+	// bad value names the file, line, directive and what it accepts.
+	const std::string f = data_dir() + "/experiments/t.exp";
+	auto ok = parse_experiment(std::string(kMin) +
+					   "name x1\ndilation 250\nduration 2ms\nseed 7\nqueue-interval 5us\nmode sr\nattempts 4\n",
+				   f, kSchemes);
+	REQUIRE(ok.ok());
+	CHECK(ok->name == "x1");
+	CHECK(ok->dilation == 250);
+	CHECK(ok->duration_ns == 2'000'000);
+	CHECK(ok->seed == 7);
+	CHECK(ok->queue_interval_ns == 5'000);
+	CHECK(ok->mode == "sr");
+	CHECK(ok->attempts == 4);
+	CHECK(experiment_table().describe(*ok) ==
+	      "name=x1 dilation=250 duration=2ms seed=7 queue-interval=5us mode=sr attempts=4");
+	auto au = parse_experiment(std::string(kMin) + "dilation auto\nqueue-interval auto\n", f, kSchemes);
+	REQUIRE(au.ok());
+	CHECK(au->dilation == 0);
+	CHECK(au->queue_interval_ns == 0);
+	CHECK(experiment_table().value(*au, experiment_table().rows()[1]) == "auto");
+	const std::vector<std::pair<std::string, std::string>> bad = {
+		{"dilation 0.5", "t.exp:4: field 'dilation': experiment parameter 'dilation': '0.5' is not a number in [1, 100000] or auto"},
+		{"duration 0s", "t.exp:4: field 'duration': experiment parameter 'duration': '0s' is outside"},
+		{"duration fast", "t.exp:4: field 'duration': experiment parameter 'duration':"},
+		{"seed -1", "t.exp:4: field 'seed': experiment parameter 'seed': '-1' is not an integer"},
+		{"queue-interval never", "t.exp:4: field 'queue-interval': experiment parameter 'queue-interval':"},
+		{"mode irn", "t.exp:4: field 'mode': experiment parameter 'mode': 'irn' is not gbn or sr"},
+		{"attempts 11", "t.exp:4: field 'attempts': experiment parameter 'attempts': '11' is not an integer in [1, 10]"},
+		{"attempts 2 3", "t.exp:4: field 'attempts': expected 'attempts VALUE'"},
+	};
+	for (const auto &[line, want] : bad) {
+		INFO(line);
+		CHECK(err_of(std::string(kMin) + line + "\n").find(want) != std::string::npos);
+	}
+	// the unknown-directive message lists the table's names
+	CHECK(err_of(std::string(kMin) + "colour blue\n").find("name, dilation, duration, seed, queue-interval, mode, attempts") !=
+	      std::string::npos);
+}
+
 TEST_CASE("preset__parse_apply_and_errors", "[experiment]")
 {
 	for (const char *name : {"dcqcn-40g", "pbfs-25-100g", "sfc-100-400g"}) {

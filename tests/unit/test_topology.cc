@@ -133,6 +133,12 @@ TEST_CASE("parse_topology__bad_files_name_file_line_field", "[topology]")
 		{"defaults after nodes", "name t\nswitch s\ndefaults rate=1G\n", "bad.topo:3: 'defaults' must come before"},
 		{"disconnected", "name t\nswitch s\nswitch u\nhost a\nhost b\nlink a s\nlink b u\n", "cannot reach"},
 		{"not key=value", "name t\nswitch s\nhost a\nlink a s fast\n", "bad.topo:4: expected key=value"},
+		{"bad switch buffer", "name t\nswitch s buffer=lots\n", "bad.topo:2: field 'buffer': switch parameter 'buffer':"},
+		{"switch buffer out of range", "name t\nswitch s buffer=10B\n",
+		 "bad.topo:2: field 'buffer': switch parameter 'buffer': '10B' is outside [1KB, 1000GB]"},
+		{"bad default buffer", "name t\ndefaults buffer=0\n", "bad.topo:2: field 'buffer': switch parameter 'buffer': '0' is outside"},
+		{"unknown default", "name t\ndefaults colour=red\n", "bad.topo:2: field 'colour': unknown default (rate, mtu, delay, buffer)"},
+		{"unknown host attribute", "name t\nhost a buffer=1MB\n", "bad.topo:2: field 'buffer': unknown host attribute (ip, mac)"},
 	};
 	for (const auto &c : cases) {
 		SECTION(c.label)

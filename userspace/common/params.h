@@ -1,12 +1,13 @@
 // params.h - parameter tables: one row per parameter ({name, kind, member, range, doc}) from
 // which parsing, validation, `describe` and usage text are generated (docs/cc.md "Parameter
 // tables"). A CC part, a topology's link attributes, an experiment's workload declare their table
-// once; nothing else lists their keys. Base library: depends on result.h and units.h only.
+// once; nothing else lists their keys. Base library: depends on result.h, units.h and addr.h.
 //
 // Kinds and their value syntax (userspace/common/units.h): number (a decimal in [lo, hi]), count
 // (an integer in [lo, hi]), time ("55us"), rate ("40Mbps"), size ("10MB", "0" = off where the
-// doc says so), flag (on/off, 1/0, yes/no), choice (one of the listed words), text (any
-// non-empty string, checked by its owner).
+// doc says so), flag (on/off, 1/0, yes/no), choice (one of the listed words; stored as its index
+// or as the word), text (any non-empty string, checked by its owner), ipv4 ("10.0.0.1"), mac
+// ("02:00:00:00:00:01"). A numeric row may name a word that stands for 0 (`zero`, e.g. "auto").
 #pragma once
 
 #include <cmath>
@@ -17,22 +18,25 @@
 #include <variant>
 #include <vector>
 
+#include "common/addr.h"
 #include "common/result.h"
 #include "common/units.h"
 
 namespace qn {
 
-enum class ParamKind { Number, Count, Time, Rate, Size, Flag, Choice, Text };
+enum class ParamKind { Number, Count, Time, Rate, Size, Flag, Choice, Text, Ipv4, MacAddr };
 
 template <typename T> struct Param {
 	const char *name;
 	ParamKind kind;
-	// The member it sets: double for Number, uint32_t or uint64_t for Count, uint64_t for Time,
-	// Rate, Size, bool for Flag, int (the index into `choices`) for Choice, std::string for Text.
-	std::variant<double T::*, uint32_t T::*, uint64_t T::*, bool T::*, int T::*, std::string T::*> member;
+	// The member it sets: double for Number, uint32_t, uint64_t or int for Count, uint64_t for
+	// Time, Rate, Size, bool for Flag, int (the index into `choices`) or std::string (the word)
+	// for Choice, std::string for Text, uint32_t (host order) for Ipv4, Mac for MacAddr.
+	std::variant<double T::*, uint32_t T::*, uint64_t T::*, bool T::*, int T::*, std::string T::*, Mac T::*> member;
 	double lo = 0, hi = 0;                 // Number, Count, Time (ns), Rate (bit/s), Size (bytes)
 	std::vector<const char *> choices = {}; // Choice
 	const char *doc = "";
+	const char *zero = nullptr;            // Number..Size: a word that sets 0 (e.g. "auto")
 };
 
 template <typename T> class ParamTable {
@@ -49,6 +53,16 @@ public:
 			return make_error(std::string(owner_) + " parameter '" + key + "': '" + value + "' " + why);
 		};
 		auto in_range = [&](double d) { return d >= p->lo && d <= p->hi; };
+		if (p->zero && value == p->zero) {
+			switch (p->kind) {
+			case ParamKind::Number: x.*std::get<double T::*>(p->member) = 0; return ok_status();
+			case ParamKind::Count:
+			case ParamKind::Time:
+			case ParamKind::Rate:
+			case ParamKind::Size: set_int(x, *p, 0); return ok_status();
+			default: break;
+			}
+		}
 		switch (p->kind) {
 		case ParamKind::Number:
 		case ParamKind::Count: {
@@ -57,13 +71,12 @@ public:
 			if (value.empty() || *end || !std::isfinite(d) || !in_range(d) ||
 			    (p->kind == ParamKind::Count && d != std::floor(d)))
 				return bad(std::string("is not ") + (p->kind == ParamKind::Count ? "an integer" : "a number") +
-					   " in [" + num(p->lo) + ", " + num(p->hi) + "]");
+					   " in [" + num(p->lo) + ", " + num(p->hi) + "]" +
+					   (p->zero ? std::string(" or ") + p->zero : ""));
 			if (p->kind == ParamKind::Number)
 				x.*std::get<double T::*>(p->member) = d;
-			else if (std::holds_alternative<uint64_t T::*>(p->member))
-				x.*std::get<uint64_t T::*>(p->member) = uint64_t(d);
 			else
-				x.*std::get<uint32_t T::*>(p->member) = uint32_t(d);
+				set_int(x, *p, uint64_t(d));
 			return ok_status();
 		}
 		case ParamKind::Time:
@@ -73,7 +86,8 @@ public:
 				 : p->kind == ParamKind::Rate ? parse_rate_bps(value)
 							      : parse_size_bytes(value);
 			if (!v)
-				return make_error(std::string(owner_) + " parameter '" + key + "': " + v.error().message);
+				return make_error(std::string(owner_) + " parameter '" + key + "': " + v.error().message +
+						  (p->zero ? std::string(" (or ") + p->zero + ")" : ""));
 			if (!in_range(double(*v)))
 				return bad("is outside [" + show(p->kind, p->lo) + ", " + show(p->kind, p->hi) + "]");
 			x.*std::get<uint64_t T::*>(p->member) = *v;
@@ -90,7 +104,10 @@ public:
 		case ParamKind::Choice:
 			for (size_t i = 0; i < p->choices.size(); i++)
 				if (value == p->choices[i]) {
-					x.*std::get<int T::*>(p->member) = int(i);
+					if (std::holds_alternative<std::string T::*>(p->member))
+						x.*std::get<std::string T::*>(p->member) = value;
+					else
+						x.*std::get<int T::*>(p->member) = int(i);
 					return ok_status();
 				}
 			return bad("is not " + list(p->choices, ", ", " or "));
@@ -99,6 +116,20 @@ public:
 				return bad("is empty");
 			x.*std::get<std::string T::*>(p->member) = value;
 			return ok_status();
+		case ParamKind::Ipv4: {
+			auto ip = parse_ip(value);
+			if (!ip)
+				return make_error(std::string(owner_) + " parameter '" + key + "': " + ip.error().message);
+			x.*std::get<uint32_t T::*>(p->member) = *ip;
+			return ok_status();
+		}
+		case ParamKind::MacAddr: {
+			auto m = parse_mac(value);
+			if (!m)
+				return make_error(std::string(owner_) + " parameter '" + key + "': " + m.error().message);
+			x.*std::get<Mac T::*>(p->member) = *m;
+			return ok_status();
+		}
 		}
 		return make_error("unreachable");
 	}
@@ -134,29 +165,63 @@ public:
 	}
 
 	const std::vector<Param<T>> &rows() const { return rows_; }
+	// Return: true when the table has a parameter `key`.
+	bool has(const std::string &key) const { return find(key) != nullptr; }
 
 	// Return: the value of one parameter of `x` as the table would accept it.
 	std::string value(const T &x, const Param<T> &p) const
 	{
+		if (p.zero && is_zero(x, p))
+			return p.zero;
 		switch (p.kind) {
 		case ParamKind::Number: return num(x.*std::get<double T::*>(p.member));
-		case ParamKind::Count:
-			return std::holds_alternative<uint64_t T::*>(p.member) ? std::to_string(x.*std::get<uint64_t T::*>(p.member))
-									      : std::to_string(x.*std::get<uint32_t T::*>(p.member));
+		case ParamKind::Count: return std::to_string(get_int(x, p));
 		case ParamKind::Time:
 		case ParamKind::Rate:
 		case ParamKind::Size: return show(p.kind, double(x.*std::get<uint64_t T::*>(p.member)));
 		case ParamKind::Flag: return x.*std::get<bool T::*>(p.member) ? "on" : "off";
 		case ParamKind::Choice: {
+			if (std::holds_alternative<std::string T::*>(p.member))
+				return x.*std::get<std::string T::*>(p.member);
 			const int i = x.*std::get<int T::*>(p.member);
 			return i >= 0 && size_t(i) < p.choices.size() ? p.choices[size_t(i)] : "?";
 		}
 		case ParamKind::Text: return x.*std::get<std::string T::*>(p.member);
+		case ParamKind::Ipv4: return ip_to_string(x.*std::get<uint32_t T::*>(p.member));
+		case ParamKind::MacAddr: return mac_to_string(x.*std::get<Mac T::*>(p.member));
 		}
 		return "?";
 	}
 
 private:
+	static void set_int(T &x, const Param<T> &p, uint64_t v)
+	{
+		if (std::holds_alternative<uint64_t T::*>(p.member))
+			x.*std::get<uint64_t T::*>(p.member) = v;
+		else if (std::holds_alternative<uint32_t T::*>(p.member))
+			x.*std::get<uint32_t T::*>(p.member) = uint32_t(v);
+		else
+			x.*std::get<int T::*>(p.member) = int(v);
+	}
+	static uint64_t get_int(const T &x, const Param<T> &p)
+	{
+		if (std::holds_alternative<uint64_t T::*>(p.member))
+			return x.*std::get<uint64_t T::*>(p.member);
+		if (std::holds_alternative<uint32_t T::*>(p.member))
+			return x.*std::get<uint32_t T::*>(p.member);
+		return uint64_t(x.*std::get<int T::*>(p.member));
+	}
+	static bool is_zero(const T &x, const Param<T> &p)
+	{
+		switch (p.kind) {
+		case ParamKind::Number: return x.*std::get<double T::*>(p.member) == 0;
+		case ParamKind::Count:
+		case ParamKind::Time:
+		case ParamKind::Rate:
+		case ParamKind::Size: return get_int(x, p) == 0;
+		default: return false;
+		}
+	}
 	const Param<T> *find(const std::string &key) const
 	{
 		for (const auto &p : rows_)
@@ -182,17 +247,20 @@ private:
 			s += std::string(i == 0 ? "" : i + 1 == v.size() ? last_sep : sep) + v[i];
 		return s;
 	}
+	static std::string alt(const Param<T> &p) { return p.zero ? std::string("|") + p.zero : ""; }
 	static std::string range(const Param<T> &p)
 	{
 		switch (p.kind) {
-		case ParamKind::Number: return "number " + num(p.lo) + ".." + num(p.hi);
-		case ParamKind::Count: return "integer " + num(p.lo) + ".." + num(p.hi);
-		case ParamKind::Time: return "time " + show(p.kind, p.lo) + ".." + show(p.kind, p.hi);
-		case ParamKind::Rate: return "rate " + show(p.kind, p.lo) + ".." + show(p.kind, p.hi);
-		case ParamKind::Size: return "size " + show(p.kind, p.lo) + ".." + show(p.kind, p.hi);
+		case ParamKind::Number: return "number " + num(p.lo) + ".." + num(p.hi) + alt(p);
+		case ParamKind::Count: return "integer " + num(p.lo) + ".." + num(p.hi) + alt(p);
+		case ParamKind::Time: return "time " + show(p.kind, p.lo) + ".." + show(p.kind, p.hi) + alt(p);
+		case ParamKind::Rate: return "rate " + show(p.kind, p.lo) + ".." + show(p.kind, p.hi) + alt(p);
+		case ParamKind::Size: return "size " + show(p.kind, p.lo) + ".." + show(p.kind, p.hi) + alt(p);
 		case ParamKind::Flag: return "on|off";
 		case ParamKind::Choice: return list(p.choices, "|", "|");
 		case ParamKind::Text: return "text";
+		case ParamKind::Ipv4: return "IPv4 address";
+		case ParamKind::MacAddr: return "MAC address";
 		}
 		return "";
 	}

@@ -399,6 +399,27 @@ SchemeCatalog::SchemeCatalog(const std::vector<std::string> &names)
 {
 }
 
+const ParamTable<Experiment> &experiment_table()
+{
+	using K = ParamKind;
+	using X = Experiment;
+	static const ParamTable<X> t(
+		"experiment",
+		{
+			{"name", K::Text, &X::name, 0, 0, {}, "the experiment's name (results and reports)"},
+			{"dilation", K::Number, &X::dilation, 1, 100000, {},
+			 "time dilation D (auto: calibrated on this machine, docs/experiments.md)", "auto"},
+			{"duration", K::Time, &X::duration_ns, 1, 1e12, {},
+			 "time limit per scheme after the last flow's start (fabric)"},
+			{"seed", K::Count, &X::seed, 0, 9e15, {}, "the workload generator's seed"},
+			{"queue-interval", K::Time, &X::queue_interval_ns, 1, 1e9, {},
+			 "queue sampling interval (fabric; auto: one base RTT)", "auto"},
+			{"mode", K::Choice, &X::mode, 0, 0, {"gbn", "sr"}, "reliability: go-back-N or selective repeat"},
+			{"attempts", K::Count, &X::attempts, 1, 10, {}, "runs per scheme until one is VALID"},
+		});
+	return t;
+}
+
 Result<Experiment> parse_experiment(const std::string &text, const std::string &source, const SchemeCatalog &known)
 {
 	Experiment x;
@@ -422,12 +443,7 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 				return err_at(source, line, k, "expected '" + k + " VALUE'");
 			return t[1];
 		};
-		if (k == "name") {
-			auto v = one();
-			if (!v)
-				return v.error();
-			x.name = *v;
-		} else if (k == "topology") {
+		if (k == "topology") {
 			auto v = one();
 			if (!v)
 				return v.error();
@@ -451,19 +467,6 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 				if (!r)
 					return r.error();
 				x.preset = *r;
-			}
-		} else if (k == "dilation") {
-			auto v = one();
-			if (!v)
-				return v.error();
-			if (*v == "auto") {
-				x.dilation = 0;
-			} else {
-				char *end = nullptr;
-				double d = std::strtod(v->c_str(), &end);
-				if (*end || !(d >= 1) || d > 100000)
-					return err_at(source, line, k, "'" + *v + "' is not auto or a number in [1, 100000]");
-				x.dilation = d;
 			}
 		} else if (k == "schemes") {
 			if (t.size() < 2)
@@ -509,55 +512,16 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 			if (!w)
 				return w.error();
 			x.workloads.push_back(std::move(*w));
-		} else if (k == "duration") {
+		} else if (experiment_table().has(k)) {
 			auto v = one();
 			if (!v)
 				return v.error();
-			auto r = parse_time_ns(*v);
-			if (!r || *r == 0)
-				return err_at(source, line, k, "'" + *v + "' is not a positive time (e.g. 50ms)");
-			x.duration_ns = *r;
-		} else if (k == "seed") {
-			auto v = one();
-			if (!v)
-				return v.error();
-			char *end = nullptr;
-			unsigned long long s = std::strtoull(v->c_str(), &end, 10);
-			if (v->empty() || *end)
-				return err_at(source, line, k, "'" + *v + "' is not an unsigned integer");
-			x.seed = s;
-		} else if (k == "queue-interval") {
-			auto v = one();
-			if (!v)
-				return v.error();
-			if (*v == "auto") {
-				x.queue_interval_ns = 0;
-			} else {
-				auto r = parse_time_ns(*v);
-				if (!r || *r == 0)
-					return err_at(source, line, k, "'" + *v + "' is not auto or a positive time");
-				x.queue_interval_ns = *r;
-			}
-		} else if (k == "attempts") {
-			auto v = one();
-			if (!v)
-				return v.error();
-			char *end = nullptr;
-			long n = std::strtol(v->c_str(), &end, 10);
-			if (v->empty() || *end || n < 1 || n > 10)
-				return err_at(source, line, k, "'" + *v + "' is not a count in [1, 10]");
-			x.attempts = int(n);
-		} else if (k == "mode") {
-			auto v = one();
-			if (!v)
-				return v.error();
-			if (*v != "gbn" && *v != "sr")
-				return err_at(source, line, k, "'" + *v + "' is not gbn or sr");
-			x.mode = *v;
+			if (auto st = experiment_table().apply(x, k, *v); !st.ok())
+				return err_at(source, line, k, st.error().message);
 		} else {
 			return err_at(source, line, k,
-				      "unknown directive (name, topology, param, preset, dilation, schemes, cc, workload, "
-				      "duration, seed, queue-interval, mode, attempts)");
+				      "unknown directive (topology, param, preset, schemes, cc, workload, " +
+					      experiment_table().names() + ")");
 		}
 	}
 	if (x.topology.empty())

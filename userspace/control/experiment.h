@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/params.h"
 #include "common/result.h"
 #include "control/topology.h"
 
@@ -92,6 +93,9 @@ struct SchemeCatalog {
 		: all(std::move(a)), check(std::move(c)), check_param(std::move(p)) {}
 	SchemeCatalog(const std::vector<std::string> &names); // NOLINT: implicit on purpose
 };
+// The experiment's single-value directives (name, dilation, duration, seed, queue-interval, mode,
+// attempts): parsing, ranges and usage text from one table (common/params.h).
+const ParamTable<Experiment> &experiment_table();
 // Parse an experiment. Schemes the catalog rejects are errors naming the file, line and reason.
 Result<Experiment> parse_experiment(const std::string &text, const std::string &source, const SchemeCatalog &schemes);
 Result<Experiment> load_experiment(const std::string &path, const SchemeCatalog &schemes);

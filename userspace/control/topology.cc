@@ -139,6 +139,26 @@ const ParamTable<Link> &link_table()
 	return t;
 }
 
+// A host's and a switch's own attributes (a switch's other settings are swcfg.h's table). The
+// buffer row also serves `defaults buffer=`.
+const ParamTable<Node> &host_table()
+{
+	static const ParamTable<Node> t("host", {
+							{"ip", ParamKind::Ipv4, &Node::ip, 0, 0, {}, "IPv4 address (derived when not given)"},
+							{"mac", ParamKind::MacAddr, &Node::mac, 0, 0, {}, "MAC address (derived when not given)"},
+						});
+	return t;
+}
+
+const ParamTable<Node> &switch_table()
+{
+	static const ParamTable<Node> t("switch", {
+							  {"buffer", ParamKind::Size, &Node::buffer_bytes, 1e3, 1e12, {},
+							   "shared buffer B (default 12 MB, DCQCN's Trident II)"},
+						  });
+	return t;
+}
+
 // Apply one link attribute. Return: error naming the field.
 Status link_attr(Ctx &c, int line, Link &l, const std::string &k, std::string v)
 {
@@ -220,16 +240,19 @@ Result<Topology> parse_topology(const std::string &text, const std::string &sour
 				auto p = kv(c, lineno, tok[i]);
 				if (!p)
 					return p.error();
-				if (p->first == "buffer") {
-					auto r = parse_size_bytes(p->second);
-					if (!r)
-						return field_error(source, lineno, "buffer", r.error().message);
-					t.default_buffer_bytes = *r;
+				if (switch_table().has(p->first)) { // a switch attribute's default
+					Node n;
+					if (auto st = switch_table().apply(n, p->first, p->second); !st.ok())
+						return field_error(source, lineno, p->first, st.error().message);
+					t.default_buffer_bytes = n.buffer_bytes;
 					continue;
 				}
 				Link l;
 				if (p->first == "error")
 					return field_error(source, lineno, "error", "not a default; give it per link");
+				if (!link_table().has(p->first))
+					return field_error(source, lineno, p->first,
+							   "unknown default (rate, mtu, delay, " + switch_table().names() + ")");
 				QN_TRY(link_attr(c, lineno, l, p->first, p->second));
 				if (p->first == "rate")
 					t.defaults.rate_bps = l.rate_bps;
@@ -266,23 +289,12 @@ Result<Topology> parse_topology(const std::string &text, const std::string &sour
 					const auto &[k, v] = *p;
 					if (names->size() > 1 && (k == "ip" || k == "mac"))
 						return field_error(source, lineno, k, "cannot be given for a range of hosts");
-					if (node.kind == NodeKind::Host && k == "ip") {
-						auto ip = parse_ip(v);
-						if (!ip)
-							return field_error(source, lineno, k, ip.error().message);
-						node.ip = *ip;
-						node.ip_given = true;
-					} else if (node.kind == NodeKind::Host && k == "mac") {
-						auto m = parse_mac(v);
-						if (!m)
-							return field_error(source, lineno, k, m.error().message);
-						node.mac = *m;
-						node.mac_given = true;
-					} else if (node.kind == NodeKind::Switch && k == "buffer") {
-						auto r = parse_size_bytes(v);
-						if (!r)
-							return field_error(source, lineno, k, r.error().message);
-						node.buffer_bytes = *r;
+					const ParamTable<Node> &own = node.kind == NodeKind::Host ? host_table() : switch_table();
+					if (own.has(k)) {
+						if (auto st = own.apply(node, k, v); !st.ok())
+							return field_error(source, lineno, k, st.error().message);
+						node.ip_given = node.ip_given || k == "ip";
+						node.mac_given = node.mac_given || k == "mac";
 					} else if (node.kind == NodeKind::Switch) {
 						qn_swcfg probe = default_swcfg(node.buffer_bytes);
 						for (const auto &[pk, pv] : node.settings)
@@ -293,8 +305,7 @@ Result<Topology> parse_topology(const std::string &text, const std::string &sour
 						node.settings.emplace_back(k, v);
 					} else {
 						return field_error(source, lineno, k,
-								   std::string("unknown ") + dir + " attribute (" +
-									   (node.kind == NodeKind::Host ? "ip, mac" : "buffer") + ")");
+								   std::string("unknown ") + dir + " attribute (" + own.names() + ")");
 					}
 				}
 				t.nodes.push_back(node);

@@ -130,11 +130,16 @@ int cmd_model(int argc, char **argv, int first)
 	const double mean = cc::model_mean_goodput(*r, c.window_ns, from_ns, to ? to : c.duration_ns, &lowest);
 	// The most the bottleneck can deliver in payload: line rate x payload / wire bytes.
 	const double ceiling = double(c.line_rate_bps) * c.payload_bytes / double(wire_bytes(c.frame_bytes));
-	std::printf("goodput from %s to %s: mean %.3f Gbit/s (%.1f%% of the line rate, %.1f%% of the payload ceiling "
-		    "%.3f Gbit/s), lowest %s window %.3f Gbit/s\n",
-		    format_time(from_ns).c_str(), format_time(to ? to : c.duration_ns).c_str(), mean / 1e9,
-		    100 * mean / double(c.line_rate_bps), 100 * mean / ceiling, ceiling / 1e9,
-		    format_time(c.window_ns).c_str(), lowest / 1e9);
+	const uint64_t until = to ? to : c.duration_ns;
+	if (until <= from_ns + c.window_ns)
+		std::printf("goodput: no window (the first flow ended at %s, before %s + one %s window; set --from)\n",
+			    format_time(until).c_str(), format_time(from_ns).c_str(), format_time(c.window_ns).c_str());
+	else
+		std::printf("goodput from %s to %s: mean %.3f Gbit/s (%.1f%% of the line rate, %.1f%% of the payload "
+			    "ceiling %.3f Gbit/s), lowest %s window %.3f Gbit/s\n",
+			    format_time(from_ns).c_str(), format_time(until).c_str(), mean / 1e9,
+			    100 * mean / double(c.line_rate_bps), 100 * mean / ceiling, ceiling / 1e9,
+			    format_time(c.window_ns).c_str(), lowest / 1e9);
 	auto qs = series_stats(r->queue_samples);
 	std::printf("queue: mean %.0f B, p50 %lu B, p99 %lu B, peak %lu B (%zu samples every %s)\n", qs.mean,
 		    static_cast<unsigned long>(qs.p50), static_cast<unsigned long>(qs.p99),

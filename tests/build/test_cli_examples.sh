@@ -29,6 +29,7 @@ good=(
 	"gen abc --pattern long --senders h2,h3 --dst h1 --size 1MB --interval 5ms"
 	"gen abc --pattern poisson --load 0.3 --cdf netns/workloads/WebSearch_distribution.txt --duration 1ms"
 	"gen abc --pattern pingpong --count 10 --size 1000 --dst h1 --senders h2"
+	"gen abc --flows flows.txt"
 	"gen abc --mode sr --ack-every 4 --window-bytes 64KB --qp-rate 2Gbps --rto-low 100us --rto-high 320us"
 	"gen abc --icrc --nic-delay 1us --switch-delay 1us --link-credit 1 --base-rtt 8us --timeout 1s --seed 7"
 	"gen abc --out f.csv --fct-out fct.txt --cc dcqcn --cc-params mellanox --cc-set t=300us --cc-set rai=5Mbps"

@@ -184,7 +184,7 @@ TEST_CASE("experiment__errors_name_file_line_and_field", "[experiment]")
 	CHECK(err_of("topology star\nschemes none\nworkload bursty\n").find("t.exp:3: field 'workload': unknown workload") !=
 	      std::string::npos);
 	CHECK(err_of("topology star\nschemes none\nworkload long dst=h1 senders=2 size=1MB window=3us\n")
-		      .find("t.exp:3: field 'window': unknown workload long parameter 'window' (dst, senders, size, interval, start)") !=
+		      .find("t.exp:3: field 'window': unknown workload long parameter 'window' (dst, senders, size, count, interval, start)") !=
 	      std::string::npos);
 	CHECK(err_of(std::string(kMin) + "dilation fast\n").find("t.exp:4: field 'dilation'") != std::string::npos);
 	CHECK(err_of(std::string(kMin) + "colour blue\n").find("t.exp:4: field 'colour': unknown directive") !=

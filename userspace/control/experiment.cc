@@ -263,7 +263,7 @@ const ParamTable<WorkloadKeys> &workload_table(Workload::Kind k)
 		{"senders", K::Text, &W::senders, 0, 0, {}, "a count N (the first N other hosts) or hosts H,H,.."},
 		{"size", K::Size, &W::size, 1, 1e12, {}, "bytes per message"},
 		{"window", K::Time, &W::window_ns, 0, 1e12, {}, "incast: start times uniform in this window"},
-		{"count", K::Count, &W::count, 1, 100000, {}, "incast: rounds"},
+		{"count", K::Count, &W::count, 1, 100000, {}, "incast, long: rounds"},
 		{"interval", K::Time, &W::interval_ns, 0, 1e12, {}, "incast: between rounds; long: between senders"},
 		{"start", K::Time, &W::start_ns, 0, 1e12, {}, "offset of the workload's first flow"},
 		{"load", K::Number, &W::load, 1e-9, 1, {}, "poisson: fraction of each host's link"},
@@ -280,7 +280,7 @@ const ParamTable<WorkloadKeys> &workload_table(Workload::Kind k)
 		return v;
 	};
 	static const ParamTable<W> incast("workload incast", only({"dst", "senders", "size", "window", "count", "interval", "start"}));
-	static const ParamTable<W> lng("workload long", only({"dst", "senders", "size", "interval", "start"}));
+	static const ParamTable<W> lng("workload long", only({"dst", "senders", "size", "count", "interval", "start"}));
 	static const ParamTable<W> poisson("workload poisson", only({"load", "cdf", "duration", "start"}));
 	static const ParamTable<W> flows("workload flows", only({"file", "start"}));
 	switch (k) {

@@ -13,6 +13,8 @@
 
 #include "common/units.h"
 #include "control/bringup.h"
+#include "control/experiment.h"
+#include "control/flows.h"
 #include "control/engine_desc.h"
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
@@ -37,16 +39,15 @@ int die(const std::string &m)
 struct GenArgs {
 	std::string topo;
 	std::string pattern = "incast";
-	std::string dst;
-	std::vector<std::string> senders;
-	int nsenders = 0;
-	uint64_t size = 64 * 1024;
-	uint64_t count = 1;
-	uint64_t window_ns = 0;
-	uint64_t interval_ns = 0;
-	double load = 0.3;
-	std::string cdf;
-	uint64_t duration_ns = 1'000'000;
+	// The workload, as an experiment's `workload` line would give it (control/flows.h builds it);
+	// the pattern sets its kind.
+	Workload w = [] {
+		Workload d;
+		d.size = 64 * 1024;
+		d.load = 0.3;
+		d.duration_ns = 1'000'000;
+		return d;
+	}();
 	uint64_t timeout_ns = 0;
 	uint64_t seed = 1;
 	std::string out;
@@ -85,7 +86,7 @@ int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 		     cmd};
 	app.add_option("TOPO", g.topo, "a running topology's name")->required();
 	app.add_option("--pattern", g.pattern, "workload")->check(CLI::IsMember({"incast", "long", "poisson", "pingpong"}));
-	app.add_option("--dst", g.dst, "the receiving host");
+	app.add_option("--dst", g.w.dst, "the receiving host");
 	app.add_option_function<std::string>(
 		"--senders",
 		[&g](const std::string &v) {
@@ -94,16 +95,16 @@ int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 			if (!v.empty() && !*end) {
 				if (k < 1)
 					throw CLI::ValidationError("--senders", "needs a count >= 1 or a list of hosts");
-				g.nsenders = int(k);
+				g.w.nsenders = int(k);
 			} else {
-				g.senders = split(v, ',');
+				g.w.senders = split(v, ',');
 			}
 		},
 		"a count N or hosts H,H,..");
-	cli::size(app, "--size", g.size, "message size");
-	cli::number(app, "--count", g.count, 1, 10'000'000, "messages (incast rounds, ping-pongs)");
-	cli::time(app, "--sync-window", g.window_ns, "incast start times spread in this window");
-	cli::time(app, "--interval", g.interval_ns, "between incast rounds; between long senders' starts");
+	cli::size(app, "--size", g.w.size, "message size");
+	cli::number(app, "--count", g.w.count, 1, 10'000'000, "messages (incast rounds, ping-pongs)");
+	cli::time(app, "--sync-window", g.w.window_ns, "incast start times spread in this window");
+	cli::time(app, "--interval", g.w.interval_ns, "between incast rounds; between long senders' starts");
 	app.add_option_function<std::string>(
 		"--load",
 		[&g](const std::string &v) {
@@ -111,11 +112,14 @@ int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 			const double d = std::strtod(v.c_str(), &end);
 			if (v.empty() || *end || !(d > 0 && d <= 1))
 				throw CLI::ValidationError("--load", "needs a number in (0, 1], got '" + v + "'");
-			g.load = d;
+			g.w.load = d;
 		},
 		"poisson: offered load");
-	app.add_option("--cdf", g.cdf, "poisson: flow-size CDF file");
-	cli::time(app, "--duration", g.duration_ns, "poisson: arrivals for this long");
+	app.add_option("--cdf", g.w.cdf, "poisson: flow-size CDF file");
+	app.add_option_function<std::string>(
+		"--flows", [&g](const std::string &v) { g.w.file = v; g.pattern = "flows"; },
+		"replay an ns-3 flow file (node ids are the topology's declaration order)");
+	cli::time(app, "--duration", g.w.duration_ns, "poisson: arrivals for this long");
 	cli::time(app, "--timeout", g.timeout_ns, "give up after this (fabric)");
 	cli::number(app, "--seed", g.seed, 0, 1.8e19, "random seed");
 	app.add_option("--out", g.out, "flows CSV");
@@ -223,19 +227,19 @@ int cmd_gen(int argc, char **argv, int first)
 	Engine &e = **eng;
 	std::vector<std::string> hosts = e.host_names();
 	auto known = [&](const std::string &h) { return std::find(hosts.begin(), hosts.end(), h) != hosts.end(); };
-	if (g.dst.empty())
-		g.dst = hosts.front();
-	if (!known(g.dst))
-		return die("gen: --dst: no host '" + g.dst + "' in topology " + g.topo);
-	if (g.senders.empty()) {
+	if (g.w.dst.empty())
+		g.w.dst = hosts.front();
+	if (!known(g.w.dst))
+		return die("gen: --dst: no host '" + g.w.dst + "' in topology " + g.topo);
+	if (g.w.senders.empty()) {
 		for (const auto &h : hosts)
-			if (h != g.dst && (g.nsenders == 0 || int(g.senders.size()) < g.nsenders))
-				g.senders.push_back(h);
-		if (g.nsenders > 0 && int(g.senders.size()) < g.nsenders)
-			return die("gen: --senders " + std::to_string(g.nsenders) + ": topology " + g.topo + " has only " +
-				   std::to_string(g.senders.size()) + " other hosts");
+			if (h != g.w.dst && (g.w.nsenders == 0 || int(g.w.senders.size()) < g.w.nsenders))
+				g.w.senders.push_back(h);
+		if (g.w.nsenders > 0 && int(g.w.senders.size()) < g.w.nsenders)
+			return die("gen: --senders " + std::to_string(g.w.nsenders) + ": topology " + g.topo + " has only " +
+				   std::to_string(g.w.senders.size()) + " other hosts");
 	}
-	for (const auto &s : g.senders)
+	for (const auto &s : g.w.senders)
 		if (!known(s))
 			return die("gen: --senders: no host '" + s + "' in topology " + g.topo);
 	// The scheme's loss mode decides whether the fabric is lossless: PFC on every switch for a
@@ -275,33 +279,28 @@ int cmd_gen(int argc, char **argv, int first)
 	std::vector<FlowSpec> flows;
 	RunOptions ro;
 	ro.qp = g.qp;
-	if (g.pattern == "incast") {
-		for (uint64_t r = 0; r < g.count; r++) {
-			auto v = gen_incast(g.senders, g.dst, g.size, g.window_ns, g.seed + r, flows.size());
-			for (auto &f : v)
-				f.start_ns += r * g.interval_ns; // round r starts r intervals after the first
-			flows.insert(flows.end(), v.begin(), v.end());
-		}
-	} else if (g.pattern == "long") {
-		for (uint64_t r = 0; r < g.count; r++) {
-			auto v = gen_long(g.senders, g.dst, g.size, flows.size());
-			for (size_t i = 0; i < v.size(); i++)
-				v[i].start_ns = (r * v.size() + i) * g.interval_ns; // sender i starts i intervals later
-			flows.insert(flows.end(), v.begin(), v.end());
-		}
-	} else if (g.pattern == "pingpong") {
-		for (uint64_t r = 0; r < g.count; r++)
-			flows.push_back(FlowSpec{flows.size(), g.senders.front(), g.dst, g.size, 0, 100});
+	if (g.pattern == "pingpong") {
+		for (uint64_t r = 0; r < g.w.count; r++)
+			flows.push_back(FlowSpec{flows.size(), g.w.senders.front(), g.w.dst, g.w.size, 0, 100});
 		ro.serial_per_pair = true;
 	} else {
-		if (g.cdf.empty())
-			return die("gen: --pattern poisson needs --cdf FILE");
-		auto cdf = Cdf::load(g.cdf);
-		if (!cdf)
-			return die("gen: " + cdf.error().to_string());
+		// The experiment's builder (control/flows.h): `gen --seed S` gives the flows of an
+		// experiment with `seed S` and this one workload.
 		auto t = load_running(g.topo);
-		uint64_t link = t->defaults.rate_bps;
-		flows = gen_poisson(hosts, g.load, link, *cdf, g.duration_ns, g.seed);
+		if (!t)
+			return die("gen: " + t.error().to_string());
+		Workload &w = g.w;
+		w.kind = g.pattern == "incast"	 ? Workload::Kind::Incast
+			 : g.pattern == "long"	 ? Workload::Kind::Long
+			 : g.pattern == "poisson" ? Workload::Kind::Poisson
+						  : Workload::Kind::Flows;
+		w.nsenders = 0; // resolved to names above
+		if (w.kind == Workload::Kind::Poisson && w.cdf.empty())
+			return die("gen: --pattern poisson needs --cdf FILE");
+		auto fl = build_flows({w}, g.seed, *t, "gen --pattern " + g.pattern);
+		if (!fl)
+			return die("gen: " + fl.error().to_string());
+		flows = std::move(*fl);
 	}
 	ro.timeout_ns = g.timeout_ns ? g.timeout_ns : 1'000'000'000ULL;
 	ro.trace_pairs = g.trace_pairs;

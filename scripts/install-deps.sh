@@ -10,8 +10,12 @@ PKGS=(
 	libbpf-dev libxdp-dev libelf-dev zlib1g-dev liburing-dev
 	bpftool xdp-tools
 	libcli11-dev
+	# JSON output (`--format json`, issue 16): header-only
+	nlohmann-json3-dev
 	# tests
 	catch2 iproute2 iputils-ping tcpdump ethtool procps
+	# the tests read JSON output with jq
+	jq
 	# results and plots (issue 7 uses it; installed now so `make run` never fetches mid-run)
 	gnuplot-nox
 	# kernels in VMs (scripts/vmtest.sh) and Soft-RoCE inside them

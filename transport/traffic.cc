@@ -263,6 +263,10 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 		[&] {
 			if (o.progress && (++iters & 4095) == 0)
 				o.progress(done, flows.size(), e.now_ns() - t0);
+			if (o.stop && o.stop()) {
+				rep.interrupted = true;
+				return true;
+			}
 			return done == flows.size();
 		},
 		t0 + last_start + o.timeout_ns, tick);

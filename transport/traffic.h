@@ -84,6 +84,9 @@ struct RunOptions {
 	// Called about every 4096 loop iterations with (flows done, flows, fabric ns since the
 	// start); for progress displays. Must be cheap.
 	std::function<void(size_t, size_t, uint64_t)> progress;
+	// Asked every loop iteration: true stops the run at once (Ctrl-C); the report says
+	// interrupted and holds what was measured so far. Must be cheap (e.g. read a flag).
+	std::function<bool()> stop;
 };
 
 struct RunReport {
@@ -96,6 +99,7 @@ struct RunReport {
 	uint64_t t0_ns = 0;                  // engine time of the run's start (trace times are engine time)
 	std::vector<std::pair<std::string, QpHandle>> traced; // "src->dst" and the sending QP
 	std::string cc_describe;             // the controller of the first QP
+	bool interrupted = false;            // RunOptions::stop ended the run before every flow was done
 };
 
 // Run `flows` on the engine (connecting one QP per ordered host pair). Return: the report.

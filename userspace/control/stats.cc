@@ -1,6 +1,8 @@
 // stats.cc - reading and formatting switch counters.
 #include "control/stats.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <sstream>
 #include <unistd.h>
@@ -95,6 +97,64 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 			c.orphan_drops[r] += v;
 	}
 	return c;
+}
+
+NamedCounters counters_by_name(const PortCounters &p)
+{
+	const qn_port_stats &s = p.s;
+	NamedCounters v = {
+		{"rx_pkts", s.rx_pkts},
+		{"rx_bytes", s.rx_bytes},
+		{"tx_pkts", s.tx_pkts},
+		{"tx_bytes", s.tx_bytes},
+		{"tx_ctrl_pkts", s.tx_ctrl_pkts},
+		{"tx_data_pkts", s.tx_data_pkts},
+		{"rx_nonlinear", s.rx_nonlinear},
+		{"ecn_marked", s.ecn_marked},
+		{"ecn_ect", s.ecn_ect},
+		{"pfc_xoff_sent", s.pfc_xoff_sent},
+		{"pfc_xon_sent", s.pfc_xon_sent},
+		{"pfc_rx", s.pfc_rx},
+		{"paused_wall_ns", s.paused_ns},
+		{"mirrored", s.mirrored},
+		{"queue_peak_bytes", p.q.peak_bytes},
+		{"queue_bytes", p.q.acct_bytes > 0 ? uint64_t(p.q.acct_bytes) : 0},
+		{"queue_pkts", p.q.acct_pkts > 0 ? uint64_t(p.q.acct_pkts) : 0},
+	};
+	uint64_t drops = 0;
+	for (unsigned r = 0; r < QN_DROP_MAX; r++) {
+		v.emplace_back("drops." + drop_reason_name(r), s.drops[r]);
+		drops += s.drops[r];
+	}
+	v.emplace_back("drops", drops);
+	return v;
+}
+
+std::string counters_json(const std::vector<SwitchCounters> &cs)
+{
+	nlohmann::ordered_json doc;
+	doc["switches"] = nlohmann::ordered_json::array();
+	for (const SwitchCounters &c : cs) {
+		nlohmann::ordered_json j;
+		j["topology"] = c.topology;
+		j["switch"] = c.sw;
+		j["buffer_used"] = c.buffer_used;
+		j["settings"] = describe_swcfg(c.cfg);
+		j["ports"] = nlohmann::ordered_json::array();
+		for (const PortCounters &p : c.ports) {
+			nlohmann::ordered_json pj;
+			pj["port"] = p.port_no;
+			pj["ifname"] = p.ifname;
+			pj["role"] = p.role == QN_ROLE_HOST ? "host" : "switch";
+			nlohmann::ordered_json cj = nlohmann::ordered_json::object();
+			for (const auto &[k, v] : counters_by_name(p))
+				cj[k] = v;
+			pj["counters"] = std::move(cj);
+			j["ports"].push_back(std::move(pj));
+		}
+		doc["switches"].push_back(std::move(j));
+	}
+	return doc.dump(1, '\t') + "\n";
 }
 
 std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev, double dt_s)

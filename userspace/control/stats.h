@@ -31,6 +31,17 @@ struct SwitchCounters {
 // Read the pinned maps of switch `sw` of running topology `t`.
 Result<SwitchCounters> read_switch_counters(const Topology &t, int sw);
 
+// A port's counters by name, exact (summed over CPUs): its qn_port_stats fields, drops by reason
+// ("drops.<reason>", every reason), its queue's depth and peak. A counter added to the ABI is
+// added here once and reaches every reader (JSON, the experiment's reports) by name.
+using NamedCounters = std::vector<std::pair<std::string, uint64_t>>;
+NamedCounters counters_by_name(const PortCounters &p);
+
+// The switches' counters and settings as one JSON document (`quench switch stats --format json`):
+// {"switches": [{"topology", "switch", "buffer_used", "settings", "ports": [{"port", "ifname",
+// "role", "counters": {name: value}}]}]}. Integers are exact.
+std::string counters_json(const std::vector<SwitchCounters> &cs);
+
 // Format as the table `quench switch stats` prints. With `prev` and `dt_s` > 0, adds rates.
 std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev = nullptr, double dt_s = 0);
 

@@ -309,9 +309,16 @@ int cmd_gen(int argc, char **argv, int first)
 	std::printf("gen %s: %zu flows (%s), flow-list hash %016llx, reliability %s, D %.10g, %zu cables\n", g.topo.c_str(),
 		    flows.size(), g.pattern.c_str(), static_cast<unsigned long long>(flow_list_hash(flows)),
 		    to_string(g.qp.mode).c_str(), double(e.clock().d_milli()) / 1000.0, e.cable_count());
+	// Ctrl-C or SIGTERM stops the run at the next loop iteration; what was measured is printed.
+	std::signal(SIGINT, [](int) { g_engine_stop = 1; });
+	std::signal(SIGTERM, [](int) { g_engine_stop = 1; });
+	ro.stop = [] { return g_engine_stop != 0; };
 	auto rep = run_flows(e, flows, ro);
 	if (!rep)
 		return die("gen: " + rep.error().to_string());
+	if (rep->interrupted)
+		std::printf("interrupted by a signal after %s of fabric time: the figures below are partial\n",
+			    fmt_ns(rep->elapsed_ns).c_str());
 	std::printf("cc %s; switch PFC %s\n", rep->cc_describe.c_str(),
 		    g.keep_switch ? "as set" : (sch->lossless() ? "on" : "off"));
 	std::vector<uint64_t> fct;
@@ -418,6 +425,8 @@ int cmd_gen(int argc, char **argv, int first)
 			  << ',' << f.post_ns << ',' << f.fct_ns << ',' << (f.done ? 1 : 0) << ',' << (f.content_ok ? 1 : 0)
 			  << ',' << f.standalone_ns << ',' << f.slowdown() << ',' << (f.tagged ? 1 : 0) << ',' << f.affected_frac << ',' << (f.touched ? 1 : 0) << '\n';
 	}
+	if (rep->interrupted)
+		return 130;
 	return done == flows.size() && bad == 0 && rep->corrupt_msgs == 0 ? 0 : 3;
 }
 

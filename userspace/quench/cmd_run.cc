@@ -43,6 +43,12 @@ using namespace qn;
 using namespace qn::tp;
 namespace fs = std::filesystem;
 
+// SIGINT or SIGTERM: every engine run stops at its next loop iteration (RunOptions::stop), the
+// topology is taken down and what was measured is written, marked interrupted.
+volatile std::sig_atomic_t g_stop = 0;
+bool stopped() { return g_stop != 0; }
+Error interrupted() { return make_error("interrupted by a signal"); }
+
 int die(const std::string &m)
 {
 	std::fprintf(stderr, "quench: %s\n", m.c_str());
@@ -171,6 +177,7 @@ struct Ctx {
 	Calibration cal;
 	std::vector<FlowSpec> flows;
 	uint64_t hash = 0;
+	bool interrupted = false;          // a signal stopped the run (summary and metadata say so)
 };
 
 Status bring_up(Ctx &c, double d)
@@ -280,6 +287,7 @@ Status calibrate(Ctx &c, double forced_d)
 		QN_TRY(set_switches(c, {{"pfc", "on"}}));
 		RunOptions ro;
 		ro.qp.cc.scheme = "none";
+		ro.stop = stopped;
 		ro.timeout_ns = 4'000'000'000ULL;
 		// Return: the payload bit/s a flow list moved at once (total bytes over the span from
 		// the first post to the last completion), the best of three runs of about 0.1 s (as
@@ -291,6 +299,8 @@ Status calibrate(Ctx &c, double forced_d)
 				auto rep = run_flows(**e, fl, ro);
 				if (!rep)
 					return rep.error();
+				if (rep->interrupted)
+					return interrupted();
 				uint64_t first = UINT64_MAX, last = 0, bytes = 0;
 				for (const auto &r : rep->flows) {
 					if (!r.done || !r.fct_ns)
@@ -361,6 +371,7 @@ Status calibrate(Ctx &c, double forced_d)
 	{
 		RunOptions ro;
 		ro.qp.cc.scheme = "none";
+		ro.stop = stopped;
 		ro.serial_per_pair = true;
 		std::vector<FlowSpec> pp;
 		for (uint64_t i = 0; i < 21; i++)
@@ -368,6 +379,8 @@ Status calibrate(Ctx &c, double forced_d)
 		auto rep = run_flows(**e, pp, ro);
 		if (!rep)
 			return rep.error();
+		if (rep->interrupted)
+			return interrupted();
 		std::vector<uint64_t> f;
 		for (const auto &r : rep->flows)
 			if (r.done)
@@ -379,11 +392,14 @@ Status calibrate(Ctx &c, double forced_d)
 	{
 		RunOptions ro;
 		ro.qp.cc.scheme = "none";
+		ro.stop = stopped;
 		// 50 BDPs of the pair, at least 1 MB: long enough for the rate, short enough to be quick
 		const uint64_t size = std::max<uint64_t>(1'000'000, 50 * k.host_rate_bps / 8 * k.base_rtt_max_ns / 1'000'000'000ULL);
 		auto rep = run_flows(**e, {FlowSpec{0, a, b, size, 0, 100}}, ro);
 		if (!rep)
 			return rep.error();
+		if (rep->interrupted)
+			return interrupted();
 		const FlowResult &r = rep->flows[0];
 		if (r.done && r.fct_ns > r.standalone_ns / 2)
 			k.link_rate_ratio = double(r.standalone_ns) / double(r.fct_ns);
@@ -493,6 +509,7 @@ Result<SchemeResult> run_scheme(Ctx &c, const std::string &scheme, size_t idx)
 		ro.qp.cc.overrides[kk] = v;
 	ro.timeout_ns = c.x.duration_ns;
 	ro.qp_per_flow = true;
+	ro.stop = stopped;
 	uint64_t last_start = c.flows.back().start_ns, bytes = 0;
 	for (const auto &f : c.flows)
 		bytes += f.size;
@@ -573,6 +590,9 @@ Result<SchemeResult> run_scheme(Ctx &c, const std::string &scheme, size_t idx)
 		}
 	s.valid = s.rep.health.valid;
 	s.reasons = s.rep.health.reasons;
+	if (s.rep.interrupted)
+		s.reasons.insert(s.reasons.begin(), "interrupted by a signal after " + human_ns(s.rep.elapsed_ns) +
+							     " of fabric time: partial");
 	if (s.done != c.flows.size())
 		s.reasons.push_back(std::to_string(c.flows.size() - s.done) + " flows did not complete within the time limit");
 	if (s.bad || s.rep.corrupt_msgs)
@@ -727,6 +747,9 @@ Status write_summary(Ctx &c, const std::vector<SchemeResult> &rs, const std::str
 	md << "Experiment `" << c.x.source << "`, " << c.flows.size() << " flows, flow-list hash `" << std::hex << c.hash
 	   << std::dec << "` (identical for every scheme), D = " << f2(k.d, "%g") << (k.d_auto ? " (auto)" : "")
 	   << ". Times are fabric time; slowdown = FCT / standalone FCT (common.md §4).\n\n";
+	if (c.interrupted)
+		md << "Interrupted: **yes**, by a signal: " << rs.size() << " of " << c.x.schemes.size()
+		   << " schemes have results; a scheme that was running is partial and INVALID.\n\n";
 	md << "Validity: **" << (all_valid ? "VALID" : "INVALID") << "**";
 	if (!all_valid)
 		md << " (an INVALID scheme's numbers are not results: see its reasons below)";
@@ -931,8 +954,6 @@ struct RunArgs {
 	std::vector<std::string> schemes;
 };
 
-volatile std::sig_atomic_t g_stop = 0;
-
 } // namespace
 
 int cmd_run(int argc, char **argv, int first)
@@ -1054,6 +1075,13 @@ int cmd_run(int argc, char **argv, int first)
 	    !st.ok()) {
 		cleanup();
 		c.prog.done();
+		if (stopped()) { // nothing measured yet: say so where the results would be
+			std::ofstream m(c.out / "summary.md");
+			m << "# " << c.x.name << "\n\nInterrupted: **yes**, by a signal during calibration; no scheme ran.\n";
+			std::fprintf(stderr, "quench: run: interrupted during calibration; topology %s taken down\n",
+				     c.name.c_str());
+			return 130;
+		}
 		return die("run: calibration: " + st.error().to_string());
 	}
 	if (a.adapt_from > 0)
@@ -1120,7 +1148,7 @@ int cmd_run(int argc, char **argv, int first)
 			r->attempt = at;
 			r->earlier = earlier;
 			r->d = c.d_now;
-			if (r->valid)
+			if (r->valid || r->rep.interrupted)
 				break;
 			std::string why;
 			for (const auto &why_one : r->reasons)
@@ -1148,10 +1176,10 @@ int cmd_run(int argc, char **argv, int first)
 	}
 	cleanup();
 	c.prog.phase("plots and summary");
-	if (g_stop) {
-		c.prog.done();
-		return die("run: interrupted; partial results in " + c.out.string());
-	}
+	c.interrupted = stopped();
+	if (c.interrupted)
+		meta << "interrupted yes (a signal stopped the run; " << rs.size() << " of " << c.x.schemes.size()
+		     << " schemes have results, the last one partial if it was running)\n";
 	std::string plot_err = write_plots(c, rs);
 	std::string table;
 	meta << "wall_seconds " << f2(wall_s() - t_start, "%.1f") << "\n";
@@ -1177,6 +1205,11 @@ int cmd_run(int argc, char **argv, int first)
 		}
 	if (!plot_err.empty())
 		std::printf("%s\n", plot_err.c_str());
+	if (c.interrupted) {
+		std::printf("interrupted: partial results in %s; topology %s taken down\n", c.out.string().c_str(),
+			    c.name.c_str());
+		return 130;
+	}
 	std::printf("results: %s (summary.md, metadata.txt, per scheme fct.txt flows.csv queues.csv throughput.csv "
 		    "counters.txt validity.txt; queue.png slowdown.png throughput.png) in %.1f s\n",
 		    c.out.string().c_str(), wall_s() - t_start);

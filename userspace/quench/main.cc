@@ -37,7 +37,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
   topo down FILE [--name NAME] | NAME | --name NAME | --all
                                                     remove what `topo up` made
   topo show [NAME]                                  running topologies (or NAME), ports, addresses
-  switch stats [TOPO/SWITCH|SWITCH] [--watch [SECONDS]]
+  switch stats [TOPO/SWITCH|SWITCH] [--watch [SECONDS]] [--format table|json]
                                                     per-port counters and queues from the pinned maps
   switch set TOPO/SWITCH|SWITCH KEY=VALUE...        change buffer, admission, alpha, ecn, kmin, kmax,
                                                     pmax, pfc, xoff, xon, quanta, queue, mirror_dport
@@ -95,6 +95,7 @@ struct Args {
 	bool no_cables = false;
 	bool verbose = false;
 	double watch = -1;
+	std::string format = "table"; // switch stats: table or json
 	double seconds = 1.0;
 	int rounds = 10;
 	size_t size = 64;
@@ -152,6 +153,8 @@ int parse_args(int argc, char **argv, Args &a)
 				return !v.empty() && !*end && d > 0 ? std::string() : "'" + v + "' is not a positive interval";
 			},
 			"SECONDS"));
+	stats->add_option("--format", a.format, "table (default) or json (exact integers, every counter by name)")
+		->check(CLI::IsMember({"table", "json"}));
 	CLI::App *set = sw->add_subcommand("set", "change settings (docs/switch.md)");
 	args(set, "TOPO/SWITCH KEY=VALUE...", true);
 	CLI::App *bench = app.add_subcommand("bench", "benchmarks: switch, transport")->require_subcommand(1);
@@ -325,9 +328,12 @@ int cmd_switch(const Args &a)
 			auto c = qn::read_switch_counters(t, sw);
 			if (!c)
 				return fail(c.error().to_string());
-			out += qn::format_counters(*c, prev.empty() ? nullptr : &prev[i], dt);
+			if (a.format != "json")
+				out += qn::format_counters(*c, prev.empty() ? nullptr : &prev[i], dt);
 			cur.push_back(*c);
 		}
+		if (a.format == "json")
+			out = qn::counters_json(cur);
 		if (a.watch > 0)
 			std::fputs("\033[H\033[2J", stdout);
 		std::fputs(out.c_str(), stdout);

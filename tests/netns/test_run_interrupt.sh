@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# netns: Ctrl-C stops `quench run` (docs/experiments.md "Interrupting a run"). During a scheme's
+# attempt (two long flows, minutes of work at D=50) SIGINT is sent; then no frame reaches the
+# switch from any host from 1 s after the signal on (host ports' rx_pkts, read from
+# `switch stats --format json` every 0.1 s while the topology exists), the topology is down and
+# the process gone within 10 s (exit status 130), and the results folder holds what was measured,
+# marked interrupted (summary.md, metadata.txt, the running scheme's validity.txt).
+# The check can fail: before the signal the same counter is shown to grow over 1 s.
+source "$(dirname "$0")/lib.sh"
+[ -z "${QN_IN_VM:-}" ] || skip "experiments need line-rate engines; not run under emulation (DESIGN.md §7)"
+command -v jq >/dev/null || fail "jq is missing (scripts/install-deps.sh installs it)"
+
+cat >"$WORK/long.exp" <<F
+name interrupt
+topology $(cd "$(dirname "$0")/../../netns" && pwd)/star.topo
+param N=3
+dilation 50
+schemes none dcqcn
+workload long dst=h1 senders=2 size=2GB
+duration 20s
+attempts 1
+F
+host_rx() { # packets the switch received from hosts so far; empty when the topology is gone
+	"$QUENCH" switch stats "$TOPO_NAME/tor" --format json 2>/dev/null |
+		jq '[.switches[0].ports[] | select(.role == "host") | .counters.rx_pkts] | add' 2>/dev/null || true
+}
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}'; }
+
+"$QUENCH" run "$WORK/long.exp" --name "$TOPO_NAME" --out "$WORK/r" --quiet >"$WORK/run.out" 2>&1 &
+pid=$!
+BG_PIDS+=("$pid")
+# wait for the measured run: more host packets than calibration sends (about 600)
+n=0
+for _ in $(seq 1 600); do
+	n=$(host_rx)
+	[ -n "$n" ] && [ "$n" -gt 20000 ] && break
+	kill -0 "$pid" 2>/dev/null || fail "quench run ended before the signal: $(tail -5 "$WORK/run.out")"
+	sleep 0.1
+done
+[ -n "$n" ] && [ "$n" -gt 20000 ] || fail "no traffic after 60 s: $(tail -5 "$WORK/run.out")"
+sleep 1
+n2=$(host_rx)
+[ -n "$n2" ] && [ "$n2" -gt "$n" ] || fail "the host packet counter did not grow during the run ($n -> $n2): the check could not see traffic"
+echo "before the signal: host packets $n -> $n2 over 1 s"
+
+t0=$(now)
+kill -INT "$pid"
+after1="" gone="" last_change=0 prev=$n2
+while :; do
+	el=$(since "$t0")
+	v=$(host_rx)
+	if [ -z "$v" ]; then
+		gone=$el
+		break
+	fi
+	if [ "$v" != "$prev" ]; then
+		last_change=$el
+		prev=$v
+	fi
+	if awk -v e="$el" 'BEGIN {exit !(e >= 1.0)}'; then
+		[ -n "$after1" ] || after1=$v
+		[ "$v" = "$after1" ] || fail "a host sent frames more than 1 s after the signal ($after1 -> $v at ${el} s)"
+	fi
+	awk -v e="$el" 'BEGIN {exit !(e >= 10)}' && fail "the topology is still up 10 s after the signal"
+	sleep 0.1
+done
+echo "after the signal: last host packet counted at ${last_change} s; the topology was gone at ${gone} s"
+rc=0
+for _ in $(seq 1 100); do
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+kill -0 "$pid" 2>/dev/null && fail "quench run still running $(since "$t0") s after the signal"
+wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || fail "exit status $rc, expected 130: $(tail -5 "$WORK/run.out")"
+! "$QUENCH" topo show | grep -qw "$TOPO_NAME" || fail "topology $TOPO_NAME still listed after the run ended"
+grep -q "^Interrupted: \*\*yes\*\*" "$WORK/r/summary.md" || fail "summary.md not marked interrupted: $(head -8 "$WORK/r/summary.md")"
+grep -q "^interrupted yes" "$WORK/r/metadata.txt" || fail "metadata.txt not marked interrupted"
+grep -q "interrupted by a signal" "$WORK/r/none/validity.txt" || fail "none/validity.txt does not say interrupted: $(cat "$WORK/r/none/validity.txt")"
+[ -s "$WORK/r/none/flows.csv" ] || fail "what was measured (none/flows.csv) was not written"
+[ ! -e "$WORK/r/dcqcn" ] || fail "the scheme after the interrupted one ran"
+grep -E "^interrupted" "$WORK/run.out"
+pass "SIGINT: last host frame at ${last_change} s, topology down at ${gone} s, exit 130, partial results marked interrupted"

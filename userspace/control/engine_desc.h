@@ -29,8 +29,8 @@ Result<std::unique_ptr<tp::FramePort>> open_xsk_port(const std::string &netns, c
 						      const std::string &xskmap_pin, uint32_t frames);
 
 // The description of topology `t` as brought up by `topo up` (ports from `ports`, probes on
-// its pins). With `probes` false: no queue probes, monitors, interface counters or liveness
-// (a topology that was never brought up: unit tests on FakePorts).
+// its pins). With `probes` false: hosts only, with no cables, queue probes, monitors, interface
+// counters or liveness (a topology that was never brought up: unit tests on FakePorts).
 tp::EngineDesc engine_desc(const Topology &t, const PortFactory &ports = open_xsk_port, bool probes = true);
 
 } // namespace qn

@@ -261,9 +261,11 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 	uint64_t iters = 0;
 	e.run(
 		[&] {
-			if (o.progress && (++iters & 4095) == 0)
+			++iters;
+			if (o.progress && (iters & 4095) == 0)
 				o.progress(done, flows.size(), e.now_ns() - t0);
-			if (o.stop && o.stop()) {
+			// every 256 iterations: at most ~26 ms of wall time (a sleep is at most 100 us)
+			if (o.stop && (iters & 255) == 0 && o.stop()) {
 				rep.interrupted = true;
 				return true;
 			}

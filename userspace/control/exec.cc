@@ -5,11 +5,10 @@
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
+#include <csignal>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 namespace qn {
 namespace {
@@ -41,21 +40,49 @@ Result<ExecResult> run(const std::vector<std::string> &argv, const std::string &
 	int in[2], out[2], err[2];
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
 		return sys_error(errno, "pipe");
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
 	std::vector<char *> args;
 	for (const auto &a : argv)
 		args.push_back(const_cast<char *>(a.c_str()));
 	args.push_back(nullptr);
-	pid_t pid;
-	int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-	posix_spawn_file_actions_destroy(&fa);
+	// The child dies with this process (PR_SET_PDEATHSIG): a `topo up` killed half-way must not
+	// leave an `ip -batch` running on, adding namespaces after a `topo down` cleaned up (seen:
+	// netns_topo_lifecycle in the 6.1 VM found qn-T-h9 made after its down). An exec failure
+	// comes back through a close-on-exec pipe as the child's errno.
+	int ex[2];
+	if (pipe2(ex, O_CLOEXEC))
+		return sys_error(errno, "pipe");
+	const pid_t parent = getpid();
+	const pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		execvp(args[0], args.data());
+		const int e = errno;
+		(void)!write(ex[1], &e, sizeof(e));
+		_exit(127);
+	}
+	const int fork_errno = errno;
+	close(ex[1]);
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
+	int rc = pid < 0 ? fork_errno : 0;
+	if (pid > 0) {
+		int e = 0;
+		ssize_t n;
+		while ((n = read(ex[0], &e, sizeof(e))) < 0 && errno == EINTR) {
+		}
+		if (n == ssize_t(sizeof(e))) {
+			rc = e;
+			while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+			}
+		}
+	}
+	close(ex[0]);
 	if (rc != 0) {
 		close(in[1]);
 		close(out[0]);

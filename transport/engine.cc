@@ -16,6 +16,31 @@
 
 namespace qn::tp {
 
+std::vector<std::pair<std::string, uint64_t>> host_counters_by_name(const HostCounters &c)
+{
+	std::vector<std::pair<std::string, uint64_t>> v = {
+		{"tx_frames", c.tx_frames},       {"tx_bytes", c.tx_bytes},
+		{"rx_frames", c.rx_frames},       {"rx_bytes", c.rx_bytes},
+		{"rx_data_bytes", c.rx_data_bytes}, {"ce_rx", c.ce_rx},
+		{"tx_data", c.tx_data},           {"tx_ctrl", c.tx_ctrl},
+		{"tx_ring_full", c.tx_ring_full}, {"tx_no_frame", c.tx_no_frame},
+		{"pfc_rx", c.pfc_rx},             {"pfc_xoff", c.pfc_xoff},
+		{"pfc_xon", c.pfc_xon},           {"cnp_rx", c.cnp_rx},
+		{"cnp_tx", c.cnp_tx},             {"unknown_qp", c.unknown_qp},
+		{"bts_rx", c.bts_rx},             {"postcard_rx", c.postcard_rx},
+		{"signal_unknown_qp", c.signal_unknown_qp}, {"link_errors", c.link_errors},
+	};
+	for (size_t p = 0; p < 8; p++)
+		v.emplace_back("paused_ns.prio" + std::to_string(p), c.paused_ns[p]);
+	uint64_t bad = 0;
+	for (size_t r = 1; r < c.bad.size(); r++) {
+		v.emplace_back("malformed." + to_string(ParseError(r)), c.bad[r]);
+		bad += c.bad[r];
+	}
+	v.emplace_back("malformed", bad);
+	return v;
+}
+
 std::pair<uint64_t, uint64_t> default_rto_ns(const std::string &scheme)
 {
 	// The scheme's descriptor says (its loss mode); an unknown name fails later, in cc::make().

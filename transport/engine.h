@@ -142,6 +142,11 @@ struct HostCounters {
 	std::array<uint64_t, size_t(ParseError::Count)> bad{};
 };
 
+// A host's counters by name, exact: every field above ("paused_ns.prioN" per priority,
+// "malformed.<reason>" per parse error, "malformed" their sum). A counter added to HostCounters
+// is added here once and reaches every report (the experiment's summary, JSON) by name.
+std::vector<std::pair<std::string, uint64_t>> host_counters_by_name(const HostCounters &c);
+
 // A fixed-memory latency histogram (ns): exact below 1 us, then 16 steps per power of two.
 class Histogram {
 public:

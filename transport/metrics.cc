@@ -19,6 +19,27 @@ template <typename T> T pick(const std::vector<T> &v, double p)
 double percentile(const std::vector<double> &sorted, double p) { return pick(sorted, p); }
 uint64_t percentile(const std::vector<uint64_t> &sorted, double p) { return pick(sorted, p); }
 
+namespace {
+// Bin boundaries over sizes sorted ascending: rank floor(i n / k) for i = 1..k-1, each moved up
+// past the flows of the same size as the one before it (a size never spans two bins); bins
+// left empty by the moves are dropped. Return: the first rank of every bin, then n.
+template <class Size>
+std::vector<size_t> bin_starts(size_t n, size_t nbins, Size size_at)
+{
+	std::vector<size_t> st{0};
+	const size_t k = std::min(nbins, n);
+	for (size_t i = 1; i < k; i++) {
+		size_t b = std::max(i * n / k, st.back());
+		while (b > 0 && b < n && size_at(b) == size_at(b - 1))
+			b++;
+		if (b > st.back() && b < n)
+			st.push_back(b);
+	}
+	st.push_back(n);
+	return st;
+}
+} // namespace
+
 std::vector<SizeBin> size_bins(std::vector<std::pair<uint64_t, double>> flows, size_t nbins)
 {
 	std::vector<SizeBin> out;
@@ -26,9 +47,9 @@ std::vector<SizeBin> size_bins(std::vector<std::pair<uint64_t, double>> flows, s
 	if (n == 0 || nbins == 0)
 		return out;
 	std::stable_sort(flows.begin(), flows.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
-	const size_t k = std::min(nbins, n);
-	for (size_t i = 0; i < k; i++) {
-		const size_t lo = i * n / k, hi = (i + 1) * n / k;
+	const auto st = bin_starts(n, nbins, [&](size_t r) { return flows[r].first; });
+	for (size_t i = 0; i + 1 < st.size(); i++) {
+		const size_t lo = st[i], hi = st[i + 1];
 		SizeBin b;
 		b.min_size = flows[lo].first;
 		b.max_size = flows[hi - 1].first;
@@ -55,9 +76,9 @@ std::vector<size_t> size_bin_index(const std::vector<uint64_t> &sizes, size_t nb
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
 	std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] < sizes[b]; });
-	const size_t k = std::min(nbins, n);
-	for (size_t b = 0; b < k; b++)
-		for (size_t r = b * n / k; r < (b + 1) * n / k; r++)
+	const auto st = bin_starts(n, nbins, [&](size_t r) { return sizes[order[r]]; });
+	for (size_t b = 0; b + 1 < st.size(); b++)
+		for (size_t r = st[b]; r < st[b + 1]; r++)
 			out[order[r]] = b;
 	return out;
 }

@@ -22,13 +22,14 @@ struct SizeBin {
 	double p50 = 0, p95 = 0, p99 = 0;    // slowdown percentiles within the bin
 };
 
-// Split (size, slowdown) pairs into `nbins` bins of equal flow count after sorting by size
-// (ties keep their input order): bin i holds sorted indices [floor(i n / k), floor((i+1) n / k)),
-// k = min(nbins, n). common.md §4 uses 20 bins (5% of flows each).
+// Split (size, slowdown) pairs into at most `nbins` bins at size percentiles, as the ns-3
+// simulator's fct_analysis does (common.md §4 uses 20 bins, 5% of flows each): after sorting by
+// size, bin boundaries sit at ranks floor(i n / k), k = min(nbins, n), except that a size never
+// spans two bins: a boundary inside a run of equal sizes moves to the run's end, and bins that
+// leaves empty are dropped. So 60% of flows of one size make one bin of that size, not six.
 std::vector<SizeBin> size_bins(std::vector<std::pair<uint64_t, double>> flows, size_t nbins);
 
-// Return: the bin of every input element under size_bins()'s rule (ties in size are split by
-// input order, so equal sizes may fall in neighbouring bins, exactly as size_bins() counts them).
+// Return: the bin of every input element under size_bins()'s rule.
 std::vector<size_t> size_bin_index(const std::vector<uint64_t> &sizes, size_t nbins);
 
 struct SeriesStats {

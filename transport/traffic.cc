@@ -173,10 +173,15 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 		if (o.qp_per_flow && !o.serial_per_pair) {
 			// Every flow its own QP, as in the ns-3 RDMA simulator: no head-of-line wait
 			// behind an earlier message of the same pair, a fresh controller per flow.
-			auto h = e.connect(flows[i].src, flows[i].dst, o.qp);
+			QpOptions qo = o.qp;
+			qo.trace = std::find(o.trace_flows.begin(), o.trace_flows.end(), flows[i].id) != o.trace_flows.end();
+			auto h = e.connect(flows[i].src, flows[i].dst, qo);
 			if (!h)
 				return make_error("flow " + std::to_string(flows[i].id) + ": " + h.error().to_string());
 			qp[key] = *h;
+			if (qo.trace)
+				rep.traced.emplace_back("flow " + std::to_string(flows[i].id) + " " + flows[i].src + "->" +
+							flows[i].dst, *h);
 			if (rep.cc_describe.empty())
 				rep.cc_describe = e.cc_describe(*h);
 		} else if (!qp.count(key)) {

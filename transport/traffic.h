@@ -81,6 +81,7 @@ struct RunOptions {
 	bool serial_per_pair = false;        // post a pair's next message only after the last completes (ping-pong)
 	bool qp_per_flow = false;            // a QP per flow (else one per ordered host pair, shared in order)
 	size_t trace_pairs = 0;              // record the rate trace of the first N host pairs' QPs
+	std::vector<uint64_t> trace_flows;   // with qp_per_flow: record these flows' QPs' rate traces
 	// Called about every 4096 loop iterations with (flows done, flows, fabric ns since the
 	// start); for progress displays. Must be cheap.
 	std::function<void(size_t, size_t, uint64_t)> progress;
@@ -98,7 +99,7 @@ struct RunReport {
 	Health health;
 	FidelityReport fidelity;             // affected periods and the flows they touched
 	uint64_t t0_ns = 0;                  // engine time of the run's start (trace times are engine time)
-	std::vector<std::pair<std::string, QpHandle>> traced; // "src->dst" and the sending QP
+	std::vector<std::pair<std::string, QpHandle>> traced; // "src->dst" ("flow ID src->dst") and the sending QP
 	std::string cc_describe;             // the controller of the first QP
 	bool interrupted = false;            // RunOptions::stop ended the run before every flow was done
 };

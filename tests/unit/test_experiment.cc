@@ -57,7 +57,7 @@ TEST_CASE("slowdown__fct_over_standalone_floored_at_one", "[experiment]")
 	CHECK(f.slowdown() == 0.0);
 }
 
-TEST_CASE("size_bins__equal_count_bins_sorted_by_size", "[experiment]")
+TEST_CASE("size_bins__size_percentile_bins_sorted_by_size", "[experiment]")
 {
 	// 10 flows, sizes 10..100 given out of order, slowdown = size / 10 -> 2 bins of 5 flows:
 	// bin 0: sizes 10..50 (slowdowns 1..5): p50 index 2 -> 3, p95/p99 index 4 -> 5
@@ -87,8 +87,27 @@ TEST_CASE("size_bins__equal_count_bins_sorted_by_size", "[experiment]")
 	// 10,20,30,50,70,90,100 -> bins [10,20] [30,50] [70,90,100])
 	auto idx = size_bin_index({100, 30, 50, 10, 90, 20, 70}, 3);
 	CHECK(idx == std::vector<size_t>{2, 1, 1, 0, 2, 0, 2});
-	// ties split by input order, as the bins count them: four equal sizes in two bins
-	CHECK(size_bin_index({5, 5, 5, 5}, 2) == std::vector<size_t>{0, 0, 1, 1});
+	// a size never spans two bins: four equal sizes make one bin, not two
+	CHECK(size_bin_index({5, 5, 5, 5}, 2) == std::vector<size_t>{0, 0, 0, 0});
+	CHECK(size_bins({{5, 1}, {5, 2}, {5, 3}, {5, 4}}, 2).size() == 1);
+	// the default experiment's shape: 64 KB incast flows are 60% of 10 flows in 5 bins. Equal-count
+	// bins would give three bins all "64 KB"; here the 64 KB flows are one bin and the other
+	// sizes keep theirs: sorted 1,2,64K x6,1M,2M; boundaries 2,4,6,8 -> 2 (ok), 4 -> run of 64K
+	// ends at 8, 6 -> 8 (same), 8 -> 8: bins [1,2] [64K x6] [1M,2M]
+	std::vector<std::pair<uint64_t, double>> g = {{65536, 2}, {1, 1}, {65536, 3}, {2'000'000, 9}, {65536, 4},
+						      {2, 1}, {65536, 5}, {65536, 6}, {1'000'000, 8}, {65536, 7}};
+	auto gb = size_bins(g, 5);
+	REQUIRE(gb.size() == 3);
+	CHECK(gb[0].max_size == 2);
+	CHECK(gb[1].min_size == 65536);
+	CHECK(gb[1].max_size == 65536);
+	CHECK(gb[1].count == 6);
+	CHECK(gb[1].p50 == 5); // slowdowns 2..7 sorted, index 3
+	CHECK(gb[2].min_size == 1'000'000);
+	std::vector<uint64_t> gs;
+	for (const auto &[sz, sd] : g)
+		gs.push_back(sz);
+	CHECK(size_bin_index(gs, 5) == std::vector<size_t>{1, 0, 1, 2, 1, 0, 1, 1, 2, 1});
 	// more bins than flows: one flow per bin
 	CHECK(size_bins(f, 20).size() == 7);
 	CHECK(size_bins({}, 20).empty());
@@ -201,6 +220,25 @@ TEST_CASE("experiment__errors_name_file_line_and_field", "[experiment]")
 	CHECK(ok->cc["dcqcn"].overrides["rai"] == "10Mbps");
 	CHECK(ok->mode == "sr");
 	CHECK(ok->attempts == 2);
+	// switch lines: keys and values checked against a switch, schemes against the list
+	CHECK(err_of(std::string(kMin) + "switch kmin=lots\n").find("t.exp:4: field 'kmin': switch setting 'kmin'") !=
+	      std::string::npos);
+	CHECK(err_of(std::string(kMin) + "switch dcqcn colour=red\n").find("t.exp:4: field 'colour': unknown switch setting") !=
+	      std::string::npos);
+	CHECK(err_of(std::string(kMin) + "switch dcqcn\n").find("t.exp:4: field 'switch': expected 'switch [SCHEME] KEY=VALUE...'") !=
+	      std::string::npos);
+	CHECK(err_of(std::string(kMin) + "switch hpcc kmin=1KB\n").find("t.exp:4: field 'switch': no scheme named 'hpcc'") !=
+	      std::string::npos);
+	CHECK(err_of(std::string(kMin) + "switch pfc kmin=1KB\n").find("t.exp:4: field 'switch': scheme 'pfc' is configured but not") !=
+	      std::string::npos);
+	CHECK(err_of(std::string(kMin) + "trace 1 x\n").find("t.exp:4: field 'trace': 'x' is not a flow id") != std::string::npos);
+	auto sw = parse_experiment(std::string(kMin) + "switch buffer=2MB\nswitch dcqcn kmin=400KB kmax=1600KB\ntrace 0 3\n", f,
+				   kSchemes);
+	REQUIRE(sw.ok());
+	using KV = std::vector<std::pair<std::string, std::string>>;
+	CHECK(sw->switch_settings[""] == KV{{"buffer", "2MB"}});
+	CHECK(sw->switch_settings["dcqcn"] == KV{{"kmin", "400KB"}, {"kmax", "1600KB"}});
+	CHECK(sw->trace_flows == std::vector<uint64_t>{0, 3});
 }
 
 TEST_CASE("experiment__single_value_directives_come_from_one_table", "[experiment]")

@@ -1,5 +1,6 @@
 // experiment.cc - experiment files, presets and ns-3 flow files (experiment.h).
 #include "control/experiment.h"
+#include "control/swcfg.h"
 
 #include <algorithm>
 #include <cctype>
@@ -434,7 +435,7 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 		if (t.empty())
 			continue;
 		const std::string &k = t[0];
-		const bool multi = k == "param" || k == "workload" || k == "cc";
+		const bool multi = k == "param" || k == "workload" || k == "cc" || k == "switch" || k == "trace";
 		if (!multi && seen.count(k))
 			return err_at(source, line, k, "given twice (first on line " + std::to_string(seen[k]) + ")");
 		seen[k] = line;
@@ -507,6 +508,42 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 					c.overrides[kv->key] = kv->value;
 				}
 			}
+		} else if (k == "switch") {
+			// switch [SCHEME] KEY=VALUE...: checked against a default switch here (key and
+			// value); thresholds that contradict each other are found when the run applies
+			// them over the scheme's profile.
+			size_t first = 1;
+			std::string scheme;
+			if (t.size() >= 2 && t[1].find('=') == std::string::npos) {
+				if (auto why = known.check(t[1]); !why.empty())
+					return err_at(source, line, k, why);
+				scheme = t[1];
+				first = 2;
+			}
+			if (t.size() <= first)
+				return err_at(source, line, k, "expected 'switch [SCHEME] KEY=VALUE...'");
+			for (size_t i = first; i < t.size(); i++) {
+				auto kv = split_kv(source, line, t[i]);
+				if (!kv)
+					return kv.error();
+				qn_swcfg probe = default_swcfg(1'000'000);
+				if (auto st = apply_swcfg(probe, kv->key, kv->value); !st.ok())
+					return err_at(source, line, kv->key, st.error().message);
+				x.switch_settings[scheme].emplace_back(kv->key, kv->value);
+			}
+			if (!scheme.empty())
+				seen["switch " + scheme] = line;
+		} else if (k == "trace") {
+			if (t.size() < 2)
+				return err_at(source, line, k, "expected 'trace FLOW_ID...'");
+			for (size_t i = 1; i < t.size(); i++) {
+				char *end = nullptr;
+				errno = 0;
+				const unsigned long long id = std::strtoull(t[i].c_str(), &end, 10);
+				if (t[i].empty() || *end || errno || t[i][0] == '-')
+					return err_at(source, line, k, "'" + t[i] + "' is not a flow id (0, 1, ...)");
+				x.trace_flows.push_back(id);
+			}
 		} else if (k == "workload") {
 			auto w = parse_workload(source, line, t);
 			if (!w)
@@ -520,7 +557,7 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 				return err_at(source, line, k, st.error().message);
 		} else {
 			return err_at(source, line, k,
-				      "unknown directive (topology, param, preset, schemes, cc, workload, " +
+				      "unknown directive (topology, param, preset, schemes, cc, switch, trace, workload, " +
 					      experiment_table().names() + ")");
 		}
 	}
@@ -533,6 +570,9 @@ Result<Experiment> parse_experiment(const std::string &text, const std::string &
 	for (const auto &[s, c] : x.cc)
 		if (std::find(x.schemes.begin(), x.schemes.end(), s) == x.schemes.end())
 			return err_at(source, seen["cc"], "cc", "scheme '" + s + "' is configured but not in 'schemes'");
+	for (const auto &[s, c] : x.switch_settings)
+		if (!s.empty() && std::find(x.schemes.begin(), x.schemes.end(), s) == x.schemes.end())
+			return err_at(source, seen["switch " + s], "switch", "scheme '" + s + "' is configured but not in 'schemes'");
 	if (x.name.empty()) {
 		std::string base = source.substr(source.find_last_of('/') + 1);
 		x.name = base.substr(0, base.find('.'));

@@ -75,6 +75,10 @@ struct Experiment {
 	uint64_t queue_interval_ns = 0;   // 0 = one base RTT
 	std::string mode = "gbn";         // reliability: gbn or sr
 	int attempts = 3;                 // runs per scheme until one is VALID (DESIGN.md §5)
+	// `switch [SCHEME] KEY=VALUE...`: switch settings over the scheme's derived profile, for every
+	// scheme ("" key) or one; applied in file order, later wins (runner.h switch_settings_for).
+	std::map<std::string, std::vector<std::pair<std::string, std::string>>> switch_settings;
+	std::vector<uint64_t> trace_flows; // `trace ID...`: per-QP rate traces of these flows
 	int line_of_schemes = 0;
 };
 

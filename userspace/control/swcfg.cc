@@ -158,6 +158,34 @@ std::string describe_swcfg(const qn_swcfg &c)
 	return buf;
 }
 
+std::vector<std::pair<std::string, std::string>> swcfg_values(const qn_swcfg &c)
+{
+	auto dec = [](double v) {
+		char b[32];
+		std::snprintf(b, sizeof(b), "%.6g", v);
+		return std::string(b);
+	};
+	auto onoff = [](uint32_t v) { return std::string(v ? "on" : "off"); };
+	return {
+		{"buffer", std::to_string(c.buffer_bytes)},
+		{"admission", onoff(c.admission)},
+		{"alpha", dec(c.alpha_data_ppm / 1e6)},
+		{"alpha_ctrl", dec(c.alpha_ctrl_ppm / 1e6)},
+		{"ecn", onoff(c.ecn)},
+		{"ecn_at", c.ecn_dequeue ? "dequeue" : "enqueue"},
+		{"kmin", std::to_string(c.ecn_kmin_bytes)},
+		{"kmax", std::to_string(c.ecn_kmax_bytes)},
+		{"pmax", dec(c.ecn_pmax_ppm / 1e6)},
+		{"pfc", onoff(c.pfc)},
+		{"xoff", std::to_string(c.pfc_xoff_bytes)},
+		{"xon", std::to_string(c.pfc_xon_bytes)},
+		{"quanta", std::to_string(c.pfc_quanta)},
+		{"queue", c.queue_mode == QN_QMODE_AUTO ? "auto" : c.queue_mode == QN_QMODE_REAL ? "real" : "virtual"},
+		{"mirror_dport", std::to_string(c.mirror_dport)},
+		{"loss", dec(c.loss_ppm / 1e6)},
+	};
+}
+
 Result<qn_swcfg> read_swcfg(const std::string &pin_dir)
 {
 	int fd = bpf_obj_get((pin_dir + "/qn_swcfg").c_str());

@@ -25,6 +25,9 @@ Status apply_swcfg(qn_swcfg &c, const std::string &key, const std::string &value
 // Return: an error when thresholds contradict each other (kmin > kmax, xon > xoff...).
 Status validate_swcfg(const qn_swcfg &c);
 std::string describe_swcfg(const qn_swcfg &c);
+// Every setting by its key, exact: sizes in bytes, probabilities and alphas as decimals, words
+// for switches (apply_swcfg reads each value back to the same setting).
+std::vector<std::pair<std::string, std::string>> swcfg_values(const qn_swcfg &c);
 
 // The pinned map of a running switch.
 Result<qn_swcfg> read_swcfg(const std::string &pin_dir);

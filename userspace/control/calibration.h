@@ -1,0 +1,80 @@
+// calibration.h - how slowly a run must go (DESIGN.md §5): the time-dilation rule as a pure
+// function, the measurements that feed it (timer jitter, the engine's capacity at D = 1), and
+// the rule for raising D after a CPU-bound attempt. docs/experiments.md "Dilation".
+//
+// Units: wall ns for jitter and capacities (measured on this machine), fabric ns for RTTs,
+// bit/s.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace qn {
+
+// The largest dilation factor (common/units.h Dilation).
+inline constexpr double kMaxDilation = 10000;
+
+// What the D rule reads.
+struct DRuleInput {
+	double offered_bps = 0;            // fabric bit/s the workload's senders can offer at once
+	double capacity_wall_bps = 0;      // payload bit/s those senders moved at once at D = 1 (wall)
+	double capacity_pair_wall_bps = 0; // one host pair alone at D = 1 (reported; 0 = not measured)
+	uint64_t jitter_wall_ns = 0;       // p99 of this machine's timer gaps
+	uint64_t base_rtt_min_ns = 0;      // the fabric's smallest base RTT
+};
+
+struct DChoice {
+	double d_cpu = 0;    // offered / capacity: below it the engine cannot keep the fabric's pace
+	double d_timer = 0;  // jitter / (5% of the base RTT): below it timers are coarser than 5% of an RTT
+	double d = 0;        // 2 x max(d_cpu, d_timer, 1), rounded up to a multiple of 10, at most kMaxDilation
+	double d_pair = 0;   // the same rule with the one-pair capacity (reported beside it; 0 = none)
+	bool clamped = false; // the rule asked for more than kMaxDilation
+};
+
+// The D rule (DESIGN.md §5): D >= offered / capacity and the timer jitter at most 5% of the
+// dilated base RTT, with a factor 2 of margin, rounded up to 10. Pure: no measurement, no clock.
+// Inputs with a zero capacity or base RTT give clamped = true and d = kMaxDilation.
+DChoice dilation_rule(const DRuleInput &in);
+
+// The D of the next attempt after a CPU-bound INVALID one at `d`: 1.5 x d rounded up to a
+// multiple of 10, at most kMaxDilation.
+double next_dilation(double d);
+
+// Timer jitter of this machine: spin for `ms` milliseconds reading the clock; in every 100 us
+// window keep the largest gap between two reads (preemption, interrupts). Return: the p99 of
+// those per-window maxima, wall ns.
+uint64_t measure_jitter_ns(int ms);
+
+// `quench jitter`: spin `threads` loops (one per CPU: every CPU busy, as during a run) for
+// `seconds`, counting stops longer than `gap_ns`.
+struct GapReport {
+	uint64_t gaps = 0, longest_ns = 0, total_ns = 0;
+	double elapsed_s = 0;
+	double steal_frac = 0; // of all CPUs over the run (/proc/stat)
+	size_t threads = 1;
+	std::string to_text(double gap_us) const;
+};
+GapReport measure_gaps(double seconds, uint64_t gap_ns, size_t threads);
+
+// What calibrating an experiment measured and chose (printed in metadata.txt and summary.json).
+struct Calibration {
+	uint64_t jitter_wall_ns = 0;
+	double capacity_wall_bps = 0;      // what the workload's senders moved at once at D=1 (payload, wall)
+	double capacity_pair_wall_bps = 0; // what one host pair alone moved at D=1 (reported)
+	size_t capacity_senders = 0;       // how many senders ran at once for capacity_wall_bps
+	double offered_bps = 0;            // fabric bit/s the senders can offer at once
+	DChoice rule;                      // the D rule's terms (auto D only)
+	double d = 0;                      // the D the schemes start at
+	bool d_auto = false;
+	bool adapt = false;                // retry CPU-bound INVALID attempts at a larger D (auto D, --adapt-from)
+	uint64_t base_rtt_min_ns = 0, base_rtt_max_ns = 0; // computed (common.md §4)
+	uint64_t rtt_measured_ns = 0;      // ping-pong FCT of a 64 B message (median of 21)
+	uint64_t rtt_expected_ns = 0;      // its standalone FCT
+	double link_rate_ratio = 0;        // one line-rate flow's goodput / its payload line rate
+	std::string pair;                  // the host pair calibrated
+	uint64_t host_rate_bps = 0;
+	uint32_t mtu = 0;
+};
+
+} // namespace qn

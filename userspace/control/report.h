@@ -1,0 +1,47 @@
+// report.h - an experiment's results folder (docs/experiments.md "Results"): per scheme fct.txt,
+// flows.csv, queues.csv, throughput.csv, rates.csv, counters.txt, validity.txt, cc.txt; for the
+// run summary.md, summary.csv, summary.json, bins.csv, metadata.txt and the plots; and
+// `quench compare` over two summary.csv files. Counters are written by name: a counter the
+// runner gathers (runner.h Counters) reaches every output without an edit here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "control/runner.h"
+
+namespace qn {
+
+// metadata.txt's lines for a calibrated run (date, kernel, commit, experiment, D and its terms,
+// RTT and link checks, queue interval).
+std::string metadata_text(const ExperimentRun &r);
+// metadata.txt's lines for a scheme (derived notes, the switch settings applied and in force).
+std::string scheme_metadata(const SchemeResult &s);
+
+Status write_scheme_files(const std::string &out, const SchemeResult &s);
+
+// The summary table (markdown) printed by `quench run` and written in summary.md.
+std::string summary_table(const ExperimentRun &r, const std::vector<SchemeResult> &rs);
+std::string summary_markdown(const ExperimentRun &r, const std::vector<SchemeResult> &rs, const std::string &meta,
+			     bool with_plots);
+// summary.csv: fixed columns, then every counter any scheme has ("c.<name>", 0 where a scheme
+// lacks it).
+std::string summary_csv(const ExperimentRun &r, const std::vector<SchemeResult> &rs);
+// summary.json: the run and every scheme, integers exact (docs/experiments.md "JSON").
+std::string summary_json(const ExperimentRun &r, const std::vector<SchemeResult> &rs);
+// Write summary.md, summary.csv, summary.json and bins.csv.
+Status write_summary(const std::string &out, const ExperimentRun &r, const std::vector<SchemeResult> &rs,
+		     const std::string &meta);
+
+// PNG plots with gnuplot: queue.png (the port whose queue peaked highest), slowdown.png (p50 and
+// p99 by size bin: one x position per bin labelled with its largest size, log y) and
+// throughput.png. Return: "" or why the plots were not drawn.
+std::string write_plots(const std::string &out, const std::vector<SchemeResult> &rs);
+
+// `quench compare A B`: the ratio B / A of every numeric column of summary.csv, schemes matched
+// by name, columns matched by name (a column only one side has is listed as such).
+// Return: the text; `matched` = schemes in both.
+Result<std::string> compare_runs(const std::string &a, const std::string &b, int &matched);
+
+} // namespace qn

@@ -1,0 +1,587 @@
+// runner.cc - the experiment runner (runner.h).
+#include "control/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "common/units.h"
+#include "control/bringup.h"
+#include "control/engine_desc.h"
+#include "control/flows.h"
+#include "control/swcfg.h"
+#include "control/switch_loader.h"
+#include "transport/cc/cc.h"
+
+namespace qn {
+
+using namespace qn::tp;
+
+namespace {
+
+double wall_s()
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string fmt(double v, const char *f)
+{
+	char b[64];
+	std::snprintf(b, sizeof(b), f, v);
+	return b;
+}
+
+Error interrupted() { return make_error("interrupted by a signal"); }
+
+// Counters that are levels, not event counts: an attempt's delta means nothing for them.
+bool is_gauge(const std::string &name)
+{
+	return name == "queue_peak_bytes" || name == "queue_bytes" || name == "queue_pkts";
+}
+
+Result<std::unique_ptr<Engine>> open_engine(ExperimentRun &r)
+{
+	auto t = load_running(r.name);
+	if (!t)
+		return t.error();
+	auto d = running_dilation(r.name);
+	if (!d)
+		return d.error();
+	return Engine::open(engine_desc(*t), *d, r.eo);
+}
+
+Result<std::vector<SwitchCounters>> read_all_counters(const std::string &name)
+{
+	auto t = load_running(name);
+	if (!t)
+		return t.error();
+	std::vector<SwitchCounters> v;
+	for (const Node &n : t->nodes)
+		if (n.kind == NodeKind::Switch) {
+			auto s = read_switch_counters(*t, n.id);
+			if (!s)
+				return s.error();
+			v.push_back(*s);
+		}
+	return v;
+}
+
+// Apply `kv` to every switch of the running topology; return what each switch then holds, read
+// back from its pinned map.
+Result<std::vector<SwitchInForce>> set_switches(ExperimentRun &r, const std::vector<std::pair<std::string, std::string>> &kv)
+{
+	auto t = load_running(r.name);
+	if (!t)
+		return t.error();
+	std::vector<SwitchInForce> in_force;
+	for (const Node &n : t->nodes) {
+		if (n.kind != NodeKind::Switch)
+			continue;
+		const std::string dir = switch_pin_dir(*t, n.id);
+		auto cfg = read_swcfg(dir);
+		if (!cfg)
+			return cfg.error();
+		for (const auto &[k, v] : kv)
+			QN_TRY(apply_swcfg(*cfg, k, v));
+		if (auto st = validate_swcfg(*cfg); !st.ok())
+			return make_error("switch " + n.name + ": " + st.error().message);
+		QN_TRY(write_swcfg(dir, *cfg));
+		auto back = read_swcfg(dir);
+		if (!back)
+			return back.error();
+		in_force.push_back(SwitchInForce{n.name, swcfg_values(*back)});
+	}
+	return in_force;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Counters by name
+
+Counters switch_counter_delta(const std::vector<SwitchCounters> &before, const std::vector<SwitchCounters> &after)
+{
+	Counters c;
+	for (size_t i = 0; i < after.size(); i++)
+		for (size_t p = 0; p < after[i].ports.size(); p++) {
+			NamedCounters b;
+			if (i < before.size() && p < before[i].ports.size())
+				b = counters_by_name(before[i].ports[p]);
+			const NamedCounters a = counters_by_name(after[i].ports[p]);
+			for (size_t k = 0; k < a.size(); k++) {
+				if (is_gauge(a[k].first))
+					continue;
+				const uint64_t b0 = k < b.size() && b[k].first == a[k].first ? b[k].second : 0;
+				c["switch." + a[k].first] += a[k].second >= b0 ? a[k].second - b0 : 0;
+			}
+		}
+	return c;
+}
+
+Counters host_counter_sum(const std::vector<HostCounters> &hosts)
+{
+	Counters c;
+	for (const auto &h : hosts)
+		for (const auto &[k, v] : host_counters_by_name(h))
+			c["host." + k] += v;
+	return c;
+}
+
+Counters report_counters(const RunReport &r)
+{
+	return Counters{{"qp.packets_sent", r.tx_pkts},       {"qp.retransmitted", r.retx_pkts},
+			{"qp.timeouts", r.timeouts},          {"qp.duplicates", r.dup_pkts},
+			{"qp.delivered_bytes", r.delivered_bytes}, {"qp.corrupt_messages", r.corrupt_msgs}};
+}
+
+const std::vector<CounterColumn> &headline_counters()
+{
+	static const std::vector<CounterColumn> v = {
+		{"CNPs", "host.cnp_rx"},       {"PAUSE", "host.pfc_xoff"}, {"drops", "switch.drops"},
+		{"ECN marks", "switch.ecn_marked"}, {"retx", "qp.retransmitted"},
+	};
+	return v;
+}
+
+uint64_t SchemeResult::queue_p99() const
+{
+	uint64_t p99 = 0;
+	for (const auto &p : ports)
+		p99 = std::max(p99, p.st.p99);
+	return p99;
+}
+
+void summarize_flows(SchemeResult &s, size_t nflows)
+{
+	s.done = s.bad = 0;
+	s.sent_bytes = 0;
+	s.sd.clear();
+	s.fct.clear();
+	std::vector<std::pair<uint64_t, double>> sz;
+	for (const auto &f : s.rep.flows) {
+		s.sent_bytes += f.spec.size;
+		if (!f.done)
+			continue;
+		s.done++;
+		s.fct.push_back(f.fct_ns);
+		if (f.standalone_ns) {
+			s.sd.push_back(f.slowdown());
+			sz.emplace_back(f.spec.size, f.slowdown());
+		}
+		if (!f.content_ok)
+			s.bad++;
+	}
+	s.delivered = s.rep.delivered_bytes;
+	std::sort(s.sd.begin(), s.sd.end());
+	std::sort(s.fct.begin(), s.fct.end());
+	s.nbins = nflows >= 200 ? 20 : std::max<size_t>(1, std::min<size_t>(10, nflows / 5));
+	s.bins = size_bins(sz, s.nbins);
+	const double secs = double(s.rep.elapsed_ns) / 1e9;
+	s.goodput_gbps = secs > 0 ? double(s.delivered) * 8 / secs / 1e9 : 0;
+	s.valid = s.rep.health.valid;
+	s.reasons = s.rep.health.reasons;
+	if (s.rep.interrupted)
+		s.reasons.insert(s.reasons.begin(), "interrupted by a signal after " + format_time(s.rep.elapsed_ns) +
+							     " of fabric time: partial");
+	if (s.done != nflows)
+		s.reasons.push_back(std::to_string(nflows - s.done) + " flows did not complete within the time limit");
+	if (s.bad || s.rep.corrupt_msgs)
+		s.reasons.push_back(std::to_string(s.bad) + " flows delivered wrong content");
+	if (!s.reasons.empty())
+		s.valid = false;
+}
+
+std::vector<std::pair<std::string, std::string>>
+switch_settings_for(const Experiment &x, const std::string &scheme,
+		    const std::vector<std::pair<std::string, std::string>> &derived)
+{
+	auto v = derived;
+	for (const std::string &key : {std::string(), scheme})
+		if (auto it = x.switch_settings.find(key); it != x.switch_settings.end())
+			v.insert(v.end(), it->second.begin(), it->second.end());
+	return v;
+}
+
+uint64_t ExperimentRun::queue_interval_ns() const
+{
+	return x.queue_interval_ns ? x.queue_interval_ns : std::max<uint64_t>(1000, cal.base_rtt_min_ns);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bring-up
+
+Result<ExperimentRun> prepare_run(const Experiment &x, const std::string &name)
+{
+	ExperimentRun r;
+	r.x = x;
+	auto t = load_topology_file(x.topology, x.params);
+	if (!t)
+		return t.error();
+	r.topo = *t;
+	if (!x.preset.empty()) {
+		auto p = load_preset(x.preset);
+		if (!p)
+			return p.error();
+		r.preset = *p;
+		r.have_preset = true;
+		apply_preset(r.topo, r.preset);
+		r.eo.switch_delay_ns = r.preset.switch_delay_ns;
+		r.eo.nic_tx_delay_ns = r.preset.nic_delay_ns;
+		r.eo.nic_rx_delay_ns = r.preset.nic_delay_ns;
+	}
+	r.name = name;
+	if (r.name.empty()) {
+		std::string n;
+		for (char ch : x.name)
+			if (std::isalnum(uint8_t(ch)) && n.size() < 8)
+				n += char(std::tolower(uint8_t(ch)));
+		r.name = (n.empty() ? "x" : n) + std::to_string(getpid() % 10000);
+	}
+	r.topo.name = r.name;
+	QN_TRY(derive(r.topo));
+	auto flows = build_flows(x.workloads, x.seed, r.topo, x.source);
+	if (!flows)
+		return flows.error();
+	r.flows = std::move(*flows);
+	r.hash = flow_list_hash(r.flows);
+	for (uint64_t id : x.trace_flows)
+		if (std::none_of(r.flows.begin(), r.flows.end(), [&](const FlowSpec &f) { return f.id == id; }))
+			return make_error(x.source + ": trace: no flow " + std::to_string(id) + " (the workloads make " +
+					  std::to_string(r.flows.size()) + " flows, numbered from 0 in workload order)");
+	return r;
+}
+
+Status bring_up(ExperimentRun &r, double d)
+{
+	if (r.up) {
+		QN_TRY(topo_down(r.name));
+		r.up = false;
+	}
+	auto dl = Dilation::make(d);
+	if (!dl)
+		return dl.error();
+	UpOptions uo;
+	uo.dilation = *dl;
+	QN_TRY(topo_up(r.topo, uo));
+	r.up = true;
+	r.d_now = d;
+	return ok_status();
+}
+
+void take_down(ExperimentRun &r)
+{
+	if (r.up)
+		(void)topo_down(r.name);
+	r.up = false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calibration
+
+Status calibrate(ExperimentRun &c, double forced_d)
+{
+	Calibration &k = c.cal;
+	std::vector<std::string> hosts;
+	for (const auto &n : c.topo.nodes)
+		if (n.kind == NodeKind::Host)
+			hosts.push_back(n.name);
+	if (hosts.size() < 2)
+		return make_error(c.topo.source + ": an experiment needs at least two hosts");
+	// The pair calibrated: the first flow's (the workload's own path).
+	const std::string a = c.flows.front().src, b = c.flows.front().dst;
+	k.pair = a + "->" + b;
+	c.hooks.phase("calibration: timer jitter", 0);
+	// three 100 ms measurements, the quietest one: a transient burst of preemption must not
+	// set D for the whole run (the run's own validity check catches stalls during it)
+	k.jitter_wall_ns = UINT64_MAX;
+	for (int i = 0; i < 3; i++)
+		k.jitter_wall_ns = std::min(k.jitter_wall_ns, measure_jitter_ns(100));
+	k.base_rtt_min_ns = UINT64_MAX;
+	k.host_rate_bps = 0;
+	k.mtu = UINT32_MAX;
+	for (const auto &l : c.topo.links) {
+		if (c.topo.nodes[size_t(l.a)].kind == NodeKind::Host || c.topo.nodes[size_t(l.b)].kind == NodeKind::Host)
+			k.host_rate_bps = std::max(k.host_rate_bps, l.rate_bps);
+		k.mtu = std::min(k.mtu, l.mtu);
+	}
+	std::set<std::string> senders;
+	for (const auto &f : c.flows)
+		senders.insert(f.src);
+	k.offered_bps = double(senders.size()) * double(k.host_rate_bps);
+	// Base RTTs over every host pair of the flow list (common.md §4).
+	auto base_rtts = [&](Engine &en) -> Status {
+		for (const auto &f : c.flows) {
+			auto p = en.path(f.src, f.dst);
+			if (!p.ok)
+				return make_error("no path from " + f.src + " to " + f.dst + " in " + c.topo.source);
+			k.base_rtt_min_ns = std::min(k.base_rtt_min_ns, p.base_rtt_ns);
+			k.base_rtt_max_ns = std::max(k.base_rtt_max_ns, p.base_rtt_ns);
+		}
+		return ok_status();
+	};
+	if (forced_d > 0) {
+		k.d = forced_d;
+	} else {
+		k.d_auto = true;
+		// CPU: how much the workload's senders move together at D = 1 (the engine, the
+		// switch programs and the kernel's veths at full speed); D >= offered / that.
+		c.hooks.phase("calibration: capacity at D=1", 0);
+		QN_TRY(bring_up(c, 1));
+		auto e = open_engine(c);
+		if (!e)
+			return e.error();
+		QN_TRY(base_rtts(**e));
+		if (auto st = set_switches(c, {{"pfc", "on"}}); !st)
+			return st.error();
+		RunOptions ro;
+		ro.qp.cc.scheme = "none";
+		ro.stop = c.hooks.stop;
+		ro.timeout_ns = 4'000'000'000ULL;
+		// Return: the payload bit/s a flow list moved at once (total bytes over the span from
+		// the first post to the last completion), the best of three runs of about 0.1 s (as
+		// for the jitter: one stall of this VM, up to 14 ms, must not set D for the whole
+		// run), or 0 when a flow did not complete.
+		auto aggregate = [&](const std::vector<FlowSpec> &fl) -> Result<double> {
+			double best = 0;
+			for (int i = 0; i < 3; i++) {
+				auto rep = run_flows(**e, fl, ro);
+				if (!rep)
+					return rep.error();
+				if (rep->interrupted)
+					return interrupted();
+				uint64_t first = UINT64_MAX, last = 0, bytes = 0;
+				for (const auto &r : rep->flows) {
+					if (!r.done || !r.fct_ns)
+						return 0.0;
+					first = std::min(first, r.post_ns);
+					last = std::max(last, r.post_ns + r.fct_ns);
+					bytes += r.spec.size;
+				}
+				if (last > first)
+					best = std::max(best, double(bytes) * 8 / (double(last - first) / 1e9));
+			}
+			return best;
+		};
+		// One pair alone (reported: what the engine moves for a single flow).
+		auto pair = aggregate({FlowSpec{0, a, b, 16'000'000, 0, 100}});
+		if (!pair)
+			return pair.error();
+		k.capacity_pair_wall_bps = *pair;
+		// The experiment's own concurrency: every sender of the workload at once, 16 MB in all
+		// (at least 1 MB each). This is the load the engine, the switch programs and the veths
+		// carry together in the run; one pair alone leaves the per-host work of the loop and
+		// the other senders' kernel paths out. Each sender sends to the next host of the
+		// topology (a ring), so no receiver takes more than one sender's load: at the run's D
+		// no host receives more than its link rate, while an incast at D = 1 would overrun
+		// the receiver's socket (drops, retransmissions) in a way the dilated run never does.
+		std::vector<FlowSpec> conc;
+		std::set<std::string> seen;
+		for (const auto &f : c.flows) {
+			if (!seen.insert(f.src).second)
+				continue;
+			const size_t at = size_t(std::find(hosts.begin(), hosts.end(), f.src) - hosts.begin());
+			conc.push_back(FlowSpec{conc.size(), f.src, hosts[(at + 1) % hosts.size()], 0, 0, 100});
+		}
+		for (auto &f : conc)
+			f.size = std::max<uint64_t>(1'000'000, 16'000'000 / conc.size());
+		auto all = aggregate(conc);
+		if (!all)
+			return all.error();
+		k.capacity_wall_bps = *all;
+		k.capacity_senders = conc.size();
+		e->reset(); // close the engine before the topology comes up again at D
+		if (k.capacity_wall_bps <= 0)
+			return make_error("calibration: the capacity flows (" + std::to_string(conc.size()) +
+					  " senders at once) did not complete at D=1 within 4 s");
+		k.adapt = true;
+		k.rule = dilation_rule(DRuleInput{k.offered_bps, k.capacity_wall_bps, k.capacity_pair_wall_bps,
+						  k.jitter_wall_ns, k.base_rtt_min_ns});
+		k.d = k.rule.d;
+	}
+	c.hooks.phase("calibration: base RTT and link rate at D=" + fmt(k.d, "%g"), 0);
+	QN_TRY(bring_up(c, k.d));
+	if (auto st = set_switches(c, {{"pfc", "on"}}); !st)
+		return st.error();
+	auto e = open_engine(c);
+	if (!e)
+		return e.error();
+	if (!k.d_auto)
+		QN_TRY(base_rtts(**e));
+	{
+		RunOptions ro;
+		ro.qp.cc.scheme = "none";
+		ro.stop = c.hooks.stop;
+		ro.serial_per_pair = true;
+		std::vector<FlowSpec> pp;
+		for (uint64_t i = 0; i < 21; i++)
+			pp.push_back(FlowSpec{i, a, b, 64, 0, 100});
+		auto rep = run_flows(**e, pp, ro);
+		if (!rep)
+			return rep.error();
+		if (rep->interrupted)
+			return interrupted();
+		std::vector<uint64_t> f;
+		for (const auto &r : rep->flows)
+			if (r.done)
+				f.push_back(r.fct_ns);
+		std::sort(f.begin(), f.end());
+		k.rtt_measured_ns = percentile(f, 0.5);
+		k.rtt_expected_ns = rep->flows[0].standalone_ns;
+	}
+	{
+		RunOptions ro;
+		ro.qp.cc.scheme = "none";
+		ro.stop = c.hooks.stop;
+		// 50 BDPs of the pair, at least 1 MB: long enough for the rate, short enough to be quick
+		const uint64_t size = std::max<uint64_t>(1'000'000, 50 * k.host_rate_bps / 8 * k.base_rtt_max_ns / 1'000'000'000ULL);
+		auto rep = run_flows(**e, {FlowSpec{0, a, b, size, 0, 100}}, ro);
+		if (!rep)
+			return rep.error();
+		if (rep->interrupted)
+			return interrupted();
+		const FlowResult &r = rep->flows[0];
+		if (r.done && r.fct_ns > r.standalone_ns / 2)
+			k.link_rate_ratio = double(r.standalone_ns) / double(r.fct_ns);
+	}
+	return ok_status();
+}
+
+// ---------------------------------------------------------------------------------------------
+// One scheme
+
+Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, size_t idx)
+{
+	SchemeResult s;
+	s.scheme = scheme;
+	const Calibration &k = c.cal;
+	SchemeCc sc;
+	if (auto it = c.x.cc.find(scheme); it != c.x.cc.end())
+		sc = it->second;
+	// The paper's fabric keeps the paper's constants (common.md §7); elsewhere they are derived.
+	// A preset's `paper` names the base algorithm whose paper defined the fabric (its variants,
+	// e.g. dcqcn+w of dcqcn, share it).
+	auto sch = cc::scheme(scheme);
+	if (!sch)
+		return sch.error();
+	const bool paper_fabric = c.have_preset && !c.preset.paper.empty() && sch->base.rfind(c.preset.paper, 0) == 0;
+	const bool scale = sc.params == "derived" && !paper_fabric;
+	cc::Fabric fab{k.host_rate_bps, k.base_rtt_min_ns, k.mtu, k.base_rtt_min_ns, k.base_rtt_max_ns};
+	auto dv = cc::derive(scheme, fab, scale);
+	if (!dv)
+		return dv.error();
+	if (!scale && sc.params == "derived" && paper_fabric)
+		dv->notes.insert(dv->notes.begin(), scheme + ": preset " + c.preset.name + " is the paper's fabric");
+	s.derived_notes = dv->notes;
+	s.switch_applied = switch_settings_for(c.x, scheme, dv->switch_settings);
+	auto in_force = set_switches(c, s.switch_applied);
+	if (!in_force)
+		return make_error(c.x.source + ": scheme " + scheme + ": switch settings: " + in_force.error().to_string());
+	s.switch_in_force = std::move(*in_force);
+	auto e = open_engine(c);
+	if (!e)
+		return e.error();
+	Engine &en = **e;
+	QN_TRY(en.sample_all_queues(c.queue_interval_ns()));
+	auto before = read_all_counters(c.name);
+	if (!before)
+		return before.error();
+	RunOptions ro;
+	ro.qp.mode = c.x.mode == "sr" ? Reliability::SelectiveRepeat : Reliability::GoBackN;
+	ro.qp.cc.scheme = scheme;
+	ro.qp.cc.params = sc.params == "mellanox" ? "mellanox" : "paper";
+	ro.qp.cc.overrides = sc.params == "derived" ? dv->overrides : std::map<std::string, std::string>{};
+	for (const auto &[kk, v] : sc.overrides)
+		ro.qp.cc.overrides[kk] = v;
+	ro.timeout_ns = c.x.duration_ns;
+	ro.qp_per_flow = true;
+	ro.trace_flows = c.x.trace_flows;
+	ro.stop = c.hooks.stop;
+	uint64_t last_start = c.flows.back().start_ns, bytes = 0;
+	for (const auto &f : c.flows)
+		bytes += f.size;
+	// expected wall time: the flows' span plus every byte once through one host link (a rough
+	// upper bound for incasts), capped by the time limit
+	const double fabric_est_ns = double(last_start) + double(bytes) * 8 / double(k.host_rate_bps) * 1e9;
+	const double expected_s = std::min(fabric_est_ns, double(last_start + c.x.duration_ns)) * c.d_now / 1e9;
+	const std::string label = "scheme " + std::to_string(idx + 1) + "/" + std::to_string(c.x.schemes.size()) + " " + scheme;
+	const double t0 = wall_s();
+	ro.progress = [&](size_t done, size_t total, uint64_t fabric_ns) {
+		c.hooks.tick(label + ": " + std::to_string(done) + "/" + std::to_string(total) + " flows, fabric " +
+				     format_time(fabric_ns) + ", " + fmt(wall_s() - t0, "%.1f") + " s",
+			     expected_s);
+	};
+	auto rep = run_flows(en, c.flows, ro);
+	if (!rep)
+		return make_error("scheme " + scheme + ": " + rep.error().to_string());
+	s.wall_s = wall_s() - t0;
+	auto after = read_all_counters(c.name);
+	if (!after)
+		return after.error();
+	s.rep = std::move(*rep);
+	s.cc_describe = s.rep.cc_describe;
+	summarize_flows(s, c.flows.size());
+	const uint64_t t0_ns = s.rep.t0_ns;
+	auto rel = [t0_ns](uint64_t t) { return t >= t0_ns ? t - t0_ns : 0; };
+	for (const auto &qs : en.queue_series()) {
+		QueueTrace q{qs.label, {}};
+		std::vector<uint64_t> v;
+		for (const auto &[t, b] : qs.samples) {
+			q.samples.emplace_back(rel(t), b);
+			v.push_back(b);
+		}
+		s.ports.push_back(PortQueue{qs.label, series_stats(v)});
+		s.series.push_back(std::move(q));
+	}
+	std::stable_sort(s.ports.begin(), s.ports.end(),
+			 [](const PortQueue &x, const PortQueue &y) { return x.st.max > y.st.max; });
+	for (const auto &[t, b] : en.rx_series())
+		s.rx.emplace_back(rel(t), b);
+	for (const auto &[label2, h] : s.rep.traced) {
+		RateTrace rt{label2, 0, en.trace(h)};
+		if (auto sp = label2.find(' '); label2.rfind("flow ", 0) == 0 && sp != std::string::npos)
+			rt.flow = std::strtoull(label2.c_str() + 5, nullptr, 10);
+		for (auto &p : rt.points)
+			p.t_ns = rel(p.t_ns);
+		s.rates.push_back(std::move(rt));
+	}
+	std::vector<HostCounters> hc;
+	for (const auto &h : en.host_names())
+		hc.push_back(en.host_counters(h));
+	s.counters = switch_counter_delta(*before, *after);
+	for (const auto &m : {host_counter_sum(hc), report_counters(s.rep)})
+		s.counters.insert(m.begin(), m.end());
+	e->reset();
+	return s;
+}
+
+Result<SchemeResult> run_scheme_attempts(ExperimentRun &c, const std::string &scheme, size_t idx)
+{
+	const Calibration &k = c.cal;
+	Result<SchemeResult> r = make_error("no attempt");
+	std::vector<std::string> earlier;
+	for (int at = 1; at <= c.x.attempts && !c.hooks.stop(); at++) {
+		if (at == 1 && c.d_now != k.d)
+			QN_TRY(bring_up(c, k.d));
+		r = run_scheme(c, scheme, idx);
+		if (!r)
+			return r.error();
+		r->attempt = at;
+		r->earlier = earlier;
+		r->d = c.d_now;
+		if (r->valid || r->rep.interrupted)
+			break;
+		std::string why;
+		for (const auto &w : r->reasons)
+			why += (why.empty() ? "" : "; ") + w;
+		earlier.push_back("attempt " + std::to_string(at) + " at D=" + fmt(c.d_now, "%g") + ": " + why);
+		if (k.adapt && r->rep.health.cpu_bound && at < c.x.attempts && c.d_now < kMaxDilation)
+			QN_TRY(bring_up(c, next_dilation(c.d_now)));
+	}
+	return r;
+}
+
+} // namespace qn

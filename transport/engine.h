@@ -68,7 +68,8 @@ struct EngineOptions {
 					    // held until the switch has forwarded it)
 	bool busy_poll = false;             // never sleep: lowest latency, one core fully used
 	uint64_t trace_interval_ns = 10'000; // traced QPs also get a point at least this often while
-					    // ACKs arrive (fabric), so goodput can be read from the trace
+					    // ACKs arrive (fabric), and one when the last posted byte is
+					    // acked, so goodput can be read from the trace
 	uint64_t tx_horizon_wall_ns = 1000; // frames may be handed to the kernel this early (wall),
 					    // so one kick carries several; fabric horizon = this / D
 	uint32_t link_credit_frames = 1;    // a backlogged host link served late by up to this many

@@ -120,9 +120,11 @@ void Engine::apply_cc(Qp &q, uint64_t now)
 		}
 		schedule(q, now);
 	}
+	// a traced QP's point: when the output changed, at least every trace interval while ACKs
+	// arrive, and when the last posted byte is acked (so a trace ends with every byte acked)
 	if (q.trace && (changed || q.trace_points.empty() ||
 			(q.acked_bytes != q.trace_points.back().acked_bytes &&
-			 now >= q.trace_points.back().t_ns + opt_.trace_interval_ns)))
+			 (now >= q.trace_points.back().t_ns + opt_.trace_interval_ns || q.snd.idle()))))
 		q.trace_points.push_back(RatePoint{now, o.rate_bps, o.window_bytes, q.acked_bytes});
 }
 

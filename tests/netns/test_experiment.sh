@@ -3,8 +3,11 @@
 # two schemes run the identical flow list (same hash); the outputs agree with each other: flows
 # written = flows generated, bytes delivered = bytes sent, fct.txt in the simulator's format,
 # the peak queue >= every sample; an ns-3 flow file is imported; plots are PNGs; `quench
-# compare` prints ratios; `gen --flows` replays the same flow file. A run forced to D=1 is reported INVALID in summary.md. A scheme that
-# does not exist is rejected by name before anything is brought up.
+# compare` prints ratios; `gen --flows` replays the same flow file. Results are read from
+# summary.json. Switch settings given for every scheme and for one scheme are the ones in force
+# (read back from the pinned maps) and printed; `trace` lines give per-QP rate traces. A run
+# forced to D=1 is reported INVALID in summary.md. A scheme that does not exist is rejected by
+# name before anything is brought up.
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "experiments need line-rate engines; not run under emulation (DESIGN.md §7)"
 command -v gnuplot >/dev/null || fail "gnuplot is missing (scripts/install-deps.sh installs gnuplot-nox)"
@@ -26,6 +29,9 @@ workload flows file=flows.txt start=100us
 duration 20ms
 seed 3
 attempts 1
+switch buffer=3MB
+switch dcqcn kmin=400KB kmax=1600KB pmax=0.2
+trace 0 1
 F
 # 6 incast flows (3 senders x 2 rounds) + 2 from the flow file
 EXPECT=8
@@ -45,50 +51,89 @@ grep -q "^dilation [0-9]* (auto)" "$R/metadata.txt" || fail "metadata: no auto d
 for k in kernel commit seed flow_hash base_rtt_ns "derived dcqcn"; do
 	grep -q "^$k" "$R/metadata.txt" || fail "metadata has no '$k'"
 done
-# the same flow list for every scheme
-hashes=$(awk -F, 'NR > 1 {print $NF}' "$R/summary.csv" | sort -u | wc -l)
+# the same flow list for every scheme (summary.json: one hash for the run; summary.csv per row)
+J="$R/summary.json"
+jq -e . "$J" >/dev/null || fail "summary.json is not JSON"
+hashes=$(cut -d, -f20 "$R/summary.csv" | tail -n +2 | sort -u | wc -l)
 [ "$hashes" -eq 1 ] || fail "schemes ran different flow lists: $(cat "$R/summary.csv")"
 printed=$(sed -n 's/.*flow-list hash \([0-9a-f]*\),.*/\1/p' <<<"$out")
-grep -q ",$printed\$" "$R/summary.csv" || fail "printed hash $printed is not the one in summary.csv"
+[ "$(jq -r .flow_hash "$J")" = "$printed" ] || fail "printed hash $printed is not the one in summary.json"
+grep -q ",$printed," "$R/summary.csv" || fail "printed hash $printed is not the one in summary.csv"
 for s in none dcqcn; do
 	d="$R/$s"
+	S=".schemes[] | select(.scheme == \"$s\")"
 	n=$(($(wc -l <"$d/flows.csv") - 1))
 	[ "$n" -eq "$EXPECT" ] || fail "$s: flows.csv has $n flows, generated $EXPECT"
-	done_n=$(awk -F, 'NR > 1 && $11 == 1' "$d/flows.csv" | wc -l)
+	[ "$(jq "$S | .flows" "$J")" -eq "$EXPECT" ] || fail "$s: summary.json counts $(jq "$S | .flows" "$J") flows"
+	done_n=$(jq "$S | .flows_done" "$J")
 	[ "$done_n" -eq "$EXPECT" ] || fail "$s: $done_n of $EXPECT flows completed"
+	[ "$(tail -n +2 "$d/flows.csv" | cut -d, -f11 | grep -c '^1$')" -eq "$done_n" ] ||
+		fail "$s: flows.csv's done column disagrees with summary.json's $done_n"
 	[ "$(wc -l <"$d/fct.txt")" -eq "$done_n" ] || fail "$s: fct.txt lines != completed flows"
 	# fct.txt: "%08x %08x %u %u %lu %lu %lu %lu"; dport 200 for incast, 100 for background
 	bad=$(grep -cvE '^[0-9a-f]{8} [0-9a-f]{8} [0-9]+ (100|200) [0-9]+ [0-9]+ [0-9]+ [0-9]+$' "$d/fct.txt" || true)
 	[ "$bad" -eq 0 ] || fail "$s: $bad fct.txt lines off the simulator's format: $(head -3 "$d/fct.txt")"
-	[ "$(awk '$4 == 200' "$d/fct.txt" | wc -l)" -eq 6 ] || fail "$s: expected 6 incast lines (dport 200)"
-	sent=$(awk -F, 'NR > 1 {s += $5} END {print s}' "$d/flows.csv")
-	delivered=$(awk '$1 == "delivered_bytes" {print $2}' "$d/counters.txt")
-	[ "$sent" -eq "$BYTES" ] || fail "$s: flows.csv sizes sum to $sent, expected $BYTES"
+	[ "$(grep -cE '^[0-9a-f]{8} [0-9a-f]{8} [0-9]+ 200 ' "$d/fct.txt")" -eq 6 ] || fail "$s: expected 6 incast lines (dport 200)"
+	sent=$(jq "$S | .sent_bytes" "$J")
+	delivered=$(jq "$S | .counters[\"qp.delivered_bytes\"]" "$J")
+	[ "$sent" -eq "$BYTES" ] || fail "$s: summary.json's sent bytes $sent, expected $BYTES"
 	[ "$delivered" -eq "$sent" ] || fail "$s: delivered $delivered bytes of $sent"
+	grep -q "^qp.delivered_bytes $delivered\$" "$d/counters.txt" || fail "$s: counters.txt disagrees with summary.json"
 	# content checked by the receivers
-	[ "$(awk -F, 'NR > 1 && $12 != 1' "$d/flows.csv" | wc -l)" -eq 0 ] || fail "$s: a flow delivered wrong content"
-	# peak queue >= every sample, per port and overall
-	awk -F, 'NR > 1 {if (!($1 in m) || $3 > m[$1]) m[$1] = $3} END {for (p in m) print p, m[p]}' "$d/queues.csv" | sort >"$WORK/m1"
-	awk '$1 == "queue" {print $2, $7}' "$d/counters.txt" | sort >"$WORK/m2"
-	diff "$WORK/m1" "$WORK/m2" >/dev/null || fail "$s: per-port peaks differ from the samples' maxima"
-	peak=$(awk -F, -v s="$s" '$1 == s {print $11}' "$R/summary.csv")
-	maxs=$(awk -F, 'NR > 1 && $3 > m {m = $3} END {print m + 0}' "$d/queues.csv")
+	[ "$(jq "$S | .content_errors" "$J")" -eq 0 ] || fail "$s: a flow delivered wrong content"
+	# peak queue >= every sample, per port (summary.json's per-port max = the samples' maximum)
+	for port in $(jq -r "$S | .queues[].port" "$J"); do
+		m1=$(grep "^$port," "$d/queues.csv" | cut -d, -f3 | sort -n | tail -1)
+		m2=$(jq "$S | .queues[] | select(.port == \"$port\") | .max" "$J")
+		[ "${m1:-0}" -eq "$m2" ] || fail "$s: $port's peak $m2 differs from the samples' maximum ${m1:-0}"
+	done
+	peak=$(jq "$S | .queue_peak_bytes" "$J")
+	maxs=$(tail -n +2 "$d/queues.csv" | cut -d, -f3 | sort -n | tail -1)
 	[ "$peak" -ge "$maxs" ] || fail "$s: peak queue $peak below a sample $maxs"
 	[ "$maxs" -gt 0 ] || fail "$s: the incast never queued (samples all 0)"
 	grep -qE "^(VALID|INVALID)" "$d/validity.txt" || fail "$s: no verdict"
-	# flows per size bin in flows.csv = the counts in bins.csv
-	a=$(awk -F, 'NR > 1 && $13 >= 0 {n[$13]++} END {for (b in n) print b, n[b]}' "$d/flows.csv" | sort)
-	b=$(awk -F, -v s="$s" '$1 == s {print $2, $5}' "$R/bins.csv" | sort)
-	[ "$a" = "$b" ] || fail "$s: flows.csv bins [$a] differ from bins.csv [$b]"
+	# flows per size bin in flows.csv = the counts in summary.json
+	a=$(tail -n +2 "$d/flows.csv" | cut -d, -f13 | grep -v -- '^-1$' | sort -n | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)/\2 \1/')
+	b=$(jq -r "$S | .bins | to_entries[] | \"\\(.key) \\(.value.flows)\"" "$J")
+	[ "$a" = "$b" ] || fail "$s: flows.csv bins [$a] differ from summary.json [$b]"
 done
 grep -q "^## Slowdown by flow size" "$R/summary.md" || fail "summary.md has no size-bin table"
 grep -q "CNPs" "$R/summary.md" || fail "summary.md has no CNP column"
-[ "$(awk -F, -v s=dcqcn '$1 == s {print $13}' "$R/summary.csv")" -ge 0 ]
+# every counter of summary.json is a column of summary.csv (c.<name>) with the same value
+for c in $(jq -r '.schemes[0].counters | keys[]' "$J"); do
+	col=$(head -1 "$R/summary.csv" | tr ',' '\n' | grep -nx "c.$c" | cut -d: -f1)
+	[ -n "$col" ] || fail "counter $c is not a summary.csv column"
+	[ "$(sed -n 2p "$R/summary.csv" | cut -d, -f"$col")" = "$(jq ".schemes[0].counters[\"$c\"]" "$J")" ] ||
+		fail "counter $c: summary.csv and summary.json differ"
+done
+# switch settings: `switch buffer=3MB` for every scheme, `switch dcqcn kmin=400KB kmax=1600KB
+# pmax=0.2` (the ns-3 simulator's profile) for dcqcn only, over the derived profile: what the
+# runner read back from the pinned maps, printed in summary.json, summary.md and metadata.txt
+ds='.schemes[] | select(.scheme == "dcqcn") | .switch_in_force.tor'
+ns='.schemes[] | select(.scheme == "none") | .switch_in_force.tor'
+echo "in force: dcqcn $(jq -c "$ds | {buffer, kmin, kmax, pmax, pfc}" "$J"), none $(jq -c "$ns | {buffer, kmin, kmax, pmax, pfc}" "$J")"
+[ "$(jq -r "$ds | \"\\(.buffer) \\(.kmin) \\(.kmax) \\(.pmax)\"" "$J")" = "3000000 400000 1600000 0.2" ] ||
+	fail "dcqcn's per-scheme switch settings are not in force: $(jq -c "$ds" "$J")"
+[ "$(jq -r "$ns | .buffer" "$J")" = 3000000 ] || fail "the global switch setting is not in force for none"
+[ "$(jq -r "$ns | .kmin" "$J")" != 400000 ] || fail "dcqcn's kmin leaked into none's settings"
+grep -q "in force at tor: .*kmin=400000 kmax=1600000 pmax=0.2" "$R/summary.md" || fail "summary.md does not print dcqcn's settings"
+grep -q "^switch_in_force dcqcn tor buffer=3000000 .*kmin=400000" "$R/metadata.txt" || fail "metadata.txt does not print them"
+# rate traces of flows 0 and 1 (`trace 0 1`): each ends with every byte acked
+for s in none dcqcn; do
+	for f in 0 1; do
+		last=$(grep "^$f," "$R/$s/rates.csv" | tail -1 | cut -d, -f5)
+		[ "${last:-0}" -eq 20000 ] || fail "$s: flow $f's rate trace ends at ${last:-nothing} acked bytes, not 20000"
+	done
+	[ "$(jq "[.schemes[] | select(.scheme == \"$s\") | .rate_traces[].flow] | sort" -c "$J")" = "[0,1]" ] ||
+		fail "$s: summary.json lists other rate traces"
+done
+echo "dcqcn flow 0's rate trace: $(grep -c '^0,' "$R/dcqcn/rates.csv") points, rates $(grep '^0,' "$R/dcqcn/rates.csv" | cut -d, -f3 | sort -un | head -3 | tr '\n' ' ')"
 
 # compare: the run with itself gives ratios of 1
 cmp=$("$QUENCH" compare "$R" "$R") || fail "compare: $cmp"
-echo "$cmp" | head -3
-awk '$1 == "dcqcn" {print $4}' <<<"$cmp" | grep -qx "1.000" || fail "compare: dcqcn goodput ratio is not 1: $cmp"
+echo "$cmp" | head -4
+grep -qE "^B / A +none +dcqcn$" <<<"$cmp" || fail "compare: not a column per scheme: $cmp"
+grep -qE "^goodput_gbps +1.000 +1.000$" <<<"$cmp" || fail "compare: goodput ratios are not 1: $cmp"
 
 # forced too-small D: reported INVALID
 out=$("$QUENCH" run "$WORK/tiny.exp" --name "$TOPO_NAME" --out "$WORK/b" --quiet --dilation 1 --schemes none) ||
@@ -103,14 +148,14 @@ out=$("$QUENCH" run "$WORK/tiny.exp" --name "$TOPO_NAME" --out "$WORK/d" --quiet
 	--schemes none) || fail "adaptive run: $out"
 grep -E "attempt [0-9]+ at D=" "$WORK/d/summary.md" | cut -c1-160
 grep -q "attempt 1 at D=1: " "$WORK/d/summary.md" || fail "no CPU-bound attempt at D=1 recorded: $(grep -A3 '^- none' "$WORK/d/summary.md")"
-dfinal=$(awk -F'|' '$2 ~ /^ none / {gsub(/ /, "", $4); print $4; exit}' "$WORK/d/summary.md")
-echo "adaptive run: the row's D is $dfinal ($(awk -F'|' '$2 ~ /^ none / {print $3}' "$WORK/d/summary.md"))"
-awk -v d="$dfinal" 'BEGIN {exit !(d > 1)}' || fail "the retries did not raise D (row D '$dfinal')"
+dfinal=$(jq '.schemes[0].dilation' "$WORK/d/summary.json")
+echo "adaptive run: the row's D is $dfinal (attempt $(jq '.schemes[0].attempt' "$WORK/d/summary.json"), valid $(jq '.schemes[0].valid' "$WORK/d/summary.json"))"
+jq -e '.schemes[0].dilation > 1' "$WORK/d/summary.json" >/dev/null || fail "the retries did not raise D (row D '$dfinal')"
 ! grep -q "attempt 2 at D=1:" "$WORK/d/summary.md" || fail "a CPU-bound attempt was retried at the same D"
 
 # a composition with a loss mode (docs/cc.md "Schemes and baselines"): dcqcn:lossy runs with
 # the switches' PFC off and DCQCN's RED profile; plain dcqcn (run a) with PFC on.
-dgiven=$(sed -n 's/^dilation \([0-9.]*\) .*/\1/p' "$R/metadata.txt")
+dgiven=$(jq .calibration.dilation "$J")
 out=$("$QUENCH" run "$WORK/tiny.exp" --name "$TOPO_NAME" --out "$WORK/l" --quiet --dilation "$dgiven" --attempts 1 \
 	--schemes dcqcn:lossy) || fail "lossy composition: $out"
 lossy=$(find "$WORK/l" -name cc.txt | head -1)

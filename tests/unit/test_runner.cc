@@ -290,9 +290,10 @@ TEST_CASE("compare_runs__ratios_by_column_name", "[runner]")
 	REQUIRE(t.ok());
 	CHECK(matched == 1);
 	CHECK(t->find("columns only in " + (base / "b").string() + ": c.host.new") != std::string::npos);
-	CHECK(t->find("goodput_gbps                          1.250") != std::string::npos);
-	CHECK(t->find("c.switch.drops                        0.500") != std::string::npos);
-	CHECK(t->find("  c.host.new                              -/9\n") != std::string::npos);
+	CHECK(t->find("\nB / A                                     dcqcn\n") != std::string::npos);
+	CHECK(t->find("\ngoodput_gbps                              1.250\n") != std::string::npos);
+	CHECK(t->find("\nc.switch.drops                            0.500\n") != std::string::npos);
+	CHECK(t->find("\nc.host.new                                  -/9\n") != std::string::npos);
 	CHECK(t->find("none only in") != std::string::npos);
 	CHECK(t->find("pcn only in") != std::string::npos);
 	// not a summary: the file and line named

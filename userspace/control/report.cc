@@ -715,46 +715,68 @@ Result<std::string> compare_runs(const std::string &ra, const std::string &rb, i
 				o << " " << c;
 			o << "\n";
 		}
-	matched = 0;
+	// one row per column, one column per scheme both runs have; rows that are 0 in both runs
+	// for every scheme (counters nothing touched) are left out
+	std::vector<std::pair<const std::vector<std::string> *, const std::vector<std::string> *>> pairs;
 	for (const auto &rowa : A->rows) {
 		const std::vector<std::string> *rowb = nullptr;
 		for (const auto &r : B->rows)
 			if (r[0] == rowa[0])
 				rowb = &r;
-		if (!rowb) {
+		if (rowb)
+			pairs.emplace_back(&rowa, rowb);
+		else
 			o << rowa[0] << " only in " << ra << "\n";
+	}
+	for (const auto &r : B->rows)
+		if (std::none_of(A->rows.begin(), A->rows.end(), [&](const auto &x) { return x[0] == r[0]; }))
+			o << r[0] << " only in " << rb << "\n";
+	matched = int(pairs.size());
+	std::snprintf(line, sizeof(line), "%-32s", "B / A");
+	o << line;
+	for (const auto &[pa, pb] : pairs) {
+		std::snprintf(line, sizeof(line), " %14s", (*pa)[0].c_str());
+		o << line;
+	}
+	o << "\n";
+	size_t zero_rows = 0;
+	for (const auto &h : cols) {
+		if (h == "flow_hash" || h == "valid")
 			continue;
-		}
-		matched++;
-		o << rowa[0] << ":\n";
-		for (const auto &h : cols) {
-			if (h == "flow_hash" || h == "valid")
-				continue;
-			const size_t ia = A->col(h), ib = B->col(h);
-			const std::string va = ia < rowa.size() ? rowa[ia] : "-", vb = ib < rowb->size() ? (*rowb)[ib] : "-";
+		const size_t ia = A->col(h), ib = B->col(h);
+		std::string cells;
+		bool all_zero = true;
+		for (const auto &[pa, pb] : pairs) {
+			const std::string va = ia < pa->size() ? (*pa)[ia] : "-", vb = ib < pb->size() ? (*pb)[ib] : "-";
 			char *e1 = nullptr, *e2 = nullptr;
 			const double x = std::strtod(va.c_str(), &e1), y = std::strtod(vb.c_str(), &e2);
-			if (*e1 || *e2 || x == 0 || va == "-" || vb == "-")
-				std::snprintf(line, sizeof(line), "  %-28s %14s\n", h.c_str(), (va + "/" + vb).c_str());
+			const bool numeric = !*e1 && !*e2 && va != "-" && vb != "-";
+			all_zero = all_zero && numeric && x == 0 && y == 0;
+			if (!numeric || x == 0)
+				std::snprintf(line, sizeof(line), " %14s", (va + "/" + vb).c_str());
 			else
-				std::snprintf(line, sizeof(line), "  %-28s %14.3f\n", h.c_str(), y / x);
-			o << line;
+				std::snprintf(line, sizeof(line), " %14.3f", y / x);
+			cells += line;
 		}
-		const size_t ha = A->col("flow_hash"), hb = B->col("flow_hash");
-		if (ha < rowa.size() && hb < rowb->size() && rowa[ha] != (*rowb)[hb])
-			o << "  note: " << rowa[0] << " ran different flow lists (hash " << rowa[ha] << " vs " << (*rowb)[hb]
-			  << ")\n";
-		const size_t va = A->col("valid"), vb = B->col("valid");
-		if (va < rowa.size() && vb < rowb->size() && (rowa[va] != "1" || (*rowb)[vb] != "1"))
-			o << "  note: " << rowa[0] << " is INVALID in " << (rowa[va] != "1" ? ra : rb)
-			  << ": its ratios are not results\n";
+		if (all_zero && !pairs.empty()) {
+			zero_rows++;
+			continue;
+		}
+		std::snprintf(line, sizeof(line), "%-32s", h.c_str());
+		o << line << cells << "\n";
 	}
-	for (const auto &r : B->rows) {
-		bool in_a = false;
-		for (const auto &x : A->rows)
-			in_a = in_a || x[0] == r[0];
-		if (!in_a)
-			o << r[0] << " only in " << rb << "\n";
+	if (zero_rows)
+		o << "(" << zero_rows << " columns are 0 in both runs for every scheme, not shown)\n";
+	for (const auto &[pa, pb] : pairs) {
+		const auto &rowa = *pa;
+		const auto &rowb = *pb;
+		const size_t ha = A->col("flow_hash"), hb = B->col("flow_hash");
+		if (ha < rowa.size() && hb < rowb.size() && rowa[ha] != rowb[hb])
+			o << "note: " << rowa[0] << " ran different flow lists (hash " << rowa[ha] << " vs " << rowb[hb] << ")\n";
+		const size_t va = A->col("valid"), vb = B->col("valid");
+		if (va < rowa.size() && vb < rowb.size() && (rowa[va] != "1" || rowb[vb] != "1"))
+			o << "note: " << rowa[0] << " is INVALID in " << (rowa[va] != "1" ? ra : rb)
+			  << ": its ratios are not results\n";
 	}
 	return o.str();
 }

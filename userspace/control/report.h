@@ -39,8 +39,9 @@ Status write_summary(const std::string &out, const ExperimentRun &r, const std::
 // throughput.png. Return: "" or why the plots were not drawn.
 std::string write_plots(const std::string &out, const std::vector<SchemeResult> &rs);
 
-// `quench compare A B`: the ratio B / A of every numeric column of summary.csv, schemes matched
-// by name, columns matched by name (a column only one side has is listed as such).
+// `quench compare A B`: the ratio B / A of every numeric column of summary.csv, one row per
+// column and one column per scheme; schemes and columns matched by name (one only one side has
+// is listed as such); rows 0 in both runs for every scheme are counted, not shown.
 // Return: the text; `matched` = schemes in both.
 Result<std::string> compare_runs(const std::string &a, const std::string &b, int &matched);
 

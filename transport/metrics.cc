@@ -101,4 +101,90 @@ SeriesStats series_stats(const std::vector<uint64_t> &values)
 	return s;
 }
 
+double jain_index(const std::vector<double> &x)
+{
+	double s = 0, s2 = 0;
+	for (double v : x) {
+		s += v;
+		s2 += v * v;
+	}
+	return s2 > 0 ? s * s / (double(x.size()) * s2) : 0;
+}
+
+namespace {
+uint64_t acked_at(const TraceSeries &t, uint64_t x)
+{
+	uint64_t v = 0;
+	for (const auto &p : t.samples) {
+		if (p.t_ns > x)
+			break;
+		v = p.acked_bytes;
+	}
+	return v;
+}
+} // namespace
+
+std::vector<GoodputWindow> goodput_windows(const std::vector<TraceSeries> &series, uint64_t from, uint64_t to,
+					   uint64_t win)
+{
+	std::vector<GoodputWindow> out;
+	if (win == 0)
+		return out;
+	for (uint64_t t = from; t + win <= to; t += win) {
+		GoodputWindow w;
+		w.t_ns = t;
+		for (const auto &s : series) {
+			const uint64_t a = acked_at(s, t), b = acked_at(s, t + win);
+			const double g = double(b >= a ? b - a : 0) * 8 / double(win); // bytes*8/ns = Gbit/s
+			w.gbps.push_back(g);
+			w.total_gbps += g;
+		}
+		w.jain = jain_index(w.gbps);
+		out.push_back(std::move(w));
+	}
+	return out;
+}
+
+std::optional<uint64_t> jain_convergence(const std::vector<GoodputWindow> &w, double threshold, size_t run)
+{
+	if (run == 0)
+		return std::nullopt;
+	for (size_t i = 0; i + run <= w.size(); i++) {
+		bool all = true;
+		for (size_t k = i; k < i + run && all; k++)
+			all = w[k].jain >= threshold;
+		if (all)
+			return w[i].t_ns;
+	}
+	return std::nullopt;
+}
+
+std::optional<uint64_t> rate_sum_within(const std::vector<TraceSeries> &series, double cap_bps)
+{
+	struct Ev {
+		uint64_t t;
+		size_t s, i;
+	};
+	std::vector<Ev> ev;
+	for (size_t s = 0; s < series.size(); s++)
+		for (size_t i = 0; i < series[s].samples.size(); i++)
+			ev.push_back(Ev{series[s].samples[i].t_ns, s, i});
+	std::stable_sort(ev.begin(), ev.end(), [](const Ev &a, const Ev &b) { return a.t < b.t; });
+	std::vector<double> latest(series.size(), -1);
+	size_t seen = 0;
+	for (const auto &e : ev) {
+		if (latest[e.s] < 0)
+			seen++;
+		latest[e.s] = double(series[e.s].samples[e.i].rate_bps);
+		if (seen < series.size())
+			continue;
+		double sum = 0;
+		for (double r : latest)
+			sum += r;
+		if (sum <= cap_bps)
+			return e.t;
+	}
+	return std::nullopt;
+}
+
 } // namespace qn::tp

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -38,5 +40,37 @@ struct SeriesStats {
 	uint64_t p50 = 0, p99 = 0, max = 0;
 };
 SeriesStats series_stats(const std::vector<uint64_t> &values);
+
+// Jain's fairness index (sum x)^2 / (n sum x^2): 1 when every x is equal, 1/n when one takes
+// everything; 0 for an empty or all-zero input.
+double jain_index(const std::vector<double> &x);
+
+// A QP's rate trace (engine.h RatePoint, `gen --trace-out`, a run's rates.csv): time ascending.
+struct TraceSample {
+	uint64_t t_ns = 0, rate_bps = 0, acked_bytes = 0;
+};
+struct TraceSeries {
+	std::string label;
+	std::vector<TraceSample> samples;
+};
+
+// Goodput per window: windows [t, t + win) for t = from, from + win, ... while t + win <= to;
+// each series' goodput is (acked(t + win) - acked(t)) * 8 / win, where acked(x) is the acked
+// bytes of its last sample at or before x (0 before its first). Jain's index over the series.
+struct GoodputWindow {
+	uint64_t t_ns = 0;
+	double jain = 0, total_gbps = 0;
+	std::vector<double> gbps; // per series, in input order
+};
+std::vector<GoodputWindow> goodput_windows(const std::vector<TraceSeries> &series, uint64_t from, uint64_t to,
+					   uint64_t win);
+
+// The start of the first of `run` consecutive windows whose Jain index is at least `threshold`.
+std::optional<uint64_t> jain_convergence(const std::vector<GoodputWindow> &w, double threshold, size_t run);
+
+// The first time at which every one of the series has a sample and their latest rates sum to at
+// most `cap_bps` (the senders' rates have converged to the bottleneck). Samples of all series
+// are taken in time order (ties in input order).
+std::optional<uint64_t> rate_sum_within(const std::vector<TraceSeries> &series, double cap_bps);
 
 } // namespace qn::tp

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <sys/utsname.h>
@@ -638,6 +639,54 @@ std::string write_plots(const std::string &out, const std::vector<SchemeResult> 
 	if (!r)
 		return "plots not drawn: " + r.error().to_string() + " (scripts/install-deps.sh installs gnuplot-nox)";
 	return "";
+}
+
+Result<std::vector<TraceSeries>> parse_rate_trace(const std::string &text, const std::string &source)
+{
+	std::vector<TraceSeries> out;
+	std::map<std::string, size_t> index;
+	std::istringstream is(text);
+	std::string line;
+	int n = 0;
+	static const char *kCols[] = {"t_ns", "rate_bps", "window_bytes", "acked_bytes"};
+	while (std::getline(is, line)) {
+		n++;
+		if (line.empty())
+			continue;
+		std::vector<std::string> c;
+		std::stringstream ss(line);
+		for (std::string x; std::getline(ss, x, ',');)
+			c.push_back(x);
+		auto at = [&](const std::string &what) { return source + ":" + std::to_string(n) + ": " + what; };
+		if (n == 1) {
+			if (c.size() != 5 || (c[0] != "pair" && c[0] != "flow") || c[1] != "t_ns" || c[2] != "rate_bps" ||
+			    c[3] != "window_bytes" || c[4] != "acked_bytes")
+				return make_error(at("not a rate trace (header pair|flow,t_ns,rate_bps,window_bytes,acked_bytes)"));
+			continue;
+		}
+		if (c.size() != 5)
+			return make_error(at(std::to_string(c.size()) + " fields, expected 5"));
+		uint64_t v[4];
+		for (int k = 0; k < 4; k++) {
+			char *end = nullptr;
+			errno = 0;
+			v[k] = std::strtoull(c[size_t(k) + 1].c_str(), &end, 10);
+			if (c[size_t(k) + 1].empty() || *end || errno || c[size_t(k) + 1][0] == '-')
+				return make_error(at("field '" + std::string(kCols[k]) + "': '" + c[size_t(k) + 1] +
+						     "' is not a non-negative integer"));
+		}
+		auto [it, fresh] = index.emplace(c[0], out.size());
+		if (fresh)
+			out.push_back(TraceSeries{c[0], {}});
+		auto &ser = out[it->second].samples;
+		if (!ser.empty() && v[0] < ser.back().t_ns)
+			return make_error(at("field 't_ns': " + std::to_string(v[0]) + " is before the previous sample of '" +
+					     c[0] + "' (" + std::to_string(ser.back().t_ns) + ")"));
+		ser.push_back(TraceSample{v[0], v[1], v[3]});
+	}
+	if (n == 0)
+		return make_error(source + ": empty (not a rate trace)");
+	return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -39,6 +39,11 @@ Status write_summary(const std::string &out, const ExperimentRun &r, const std::
 // throughput.png. Return: "" or why the plots were not drawn.
 std::string write_plots(const std::string &out, const std::vector<SchemeResult> &rs);
 
+// A rate trace CSV (`gen --trace-out`: pair,t_ns,rate_bps,window_bytes,acked_bytes; a run's
+// rates.csv: flow,...) as one series per first-column value, in order of first appearance.
+// Errors name the source, line and field (a time going backwards within a series is one).
+Result<std::vector<tp::TraceSeries>> parse_rate_trace(const std::string &text, const std::string &source);
+
 // `quench compare A B`: the ratio B / A of every numeric column of summary.csv, one row per
 // column and one column per scheme; schemes and columns matched by name (one only one side has
 // is listed as such); rows 0 in both runs for every scheme are counted, not shown.

@@ -11,19 +11,26 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/units.h"
 #include "control/bringup.h"
 #include "control/experiment.h"
 #include "control/flows.h"
+#include "control/runner.h"
 #include "control/engine_desc.h"
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
 #include "quench/cli.h"
 #include "transport/cc/cc.h"
 #include "transport/engine.h"
+#include "transport/metrics.h"
 #include "transport/traffic.h"
 
 namespace {
+
+// Where gen's human-readable text goes: stdout, or stderr with --format json.
+FILE *g_txt = stdout;
 
 using namespace qn;
 using namespace qn::tp;
@@ -57,6 +64,7 @@ struct GenArgs {
 	uint64_t queue_interval_ns = 5'000;
 	std::string queue_out;
 	std::string fct_out;
+	std::string format = "text";        // text, or json: the JSON document on stdout, the text on stderr
 	bool keep_switch = false;            // do not set the switches' PFC for the scheme
 	QpOptions qp;
 	EngineOptions eng;
@@ -152,6 +160,9 @@ int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 		->check(CLI::Validator([](std::string &v) { return v.find_first_of("123456789") == std::string::npos ? "must be positive" : ""; }, "T"));
 	app.add_option("--queue-out", g.queue_out, "queue samples CSV");
 	app.add_option("--fct-out", g.fct_out, "ns-3 fct.txt");
+	if (std::string(cmd) == "gen")
+		app.add_option("--format", g.format, "text, or json: the results as JSON on stdout (the text goes to stderr)")
+			->check(CLI::IsMember({"text", "json"}));
 	app.add_flag("--icrc", g.eng.icrc, "compute and check the ICRC");
 	cli::time(app, "--nic-delay", g.eng.nic_rx_delay_ns, "NIC receive delay");
 	cli::time(app, "--switch-delay", g.eng.switch_delay_ns, "switch delay");
@@ -193,7 +204,7 @@ void print_hosts(Engine &e)
 		uint64_t badf = 0;
 		for (auto b : c.bad)
 			badf += b;
-		std::printf("host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) ce_rx %llu cnp_rx %llu cnp_tx %llu bts_rx %llu postcard_rx %llu malformed %llu unknown_qp %llu signal_unknown_qp %llu link_errors %llu\n",
+		std::fprintf(g_txt, "host %s: tx %llu rx %llu pfc_rx %llu (xoff %llu xon %llu, paused prio3 %s) ce_rx %llu cnp_rx %llu cnp_tx %llu bts_rx %llu postcard_rx %llu malformed %llu unknown_qp %llu signal_unknown_qp %llu link_errors %llu\n",
 			    h.c_str(), static_cast<unsigned long long>(c.tx_frames), static_cast<unsigned long long>(c.rx_frames),
 			    static_cast<unsigned long long>(c.pfc_rx), static_cast<unsigned long long>(c.pfc_xoff),
 			    static_cast<unsigned long long>(c.pfc_xon), fmt_ns(c.paused_ns[QN_PRIO_DATA]).c_str(),
@@ -208,10 +219,90 @@ void print_hosts(Engine &e)
 		const Histogram &hg = e.loop_delay(Signal(s));
 		if (hg.count() == 0)
 			continue;
-		std::printf("loop delay %s: n %llu p50 %s p99 %s max %s (fabric)\n", to_string(Signal(s)).c_str(),
+		std::fprintf(g_txt, "loop delay %s: n %llu p50 %s p99 %s max %s (fabric)\n", to_string(Signal(s)).c_str(),
 			    static_cast<unsigned long long>(hg.count()), fmt_ns(hg.quantile(0.5)).c_str(),
 			    fmt_ns(hg.quantile(0.99)).c_str(), fmt_ns(hg.max()).c_str());
 	}
+}
+
+
+// `gen --format json`: the run's figures with exact integers (docs/cli.md "gen"): counters by
+// name (qp.*, host.* summed, and per host), FCT and slowdown percentiles, the first completion,
+// queues, validity and fidelity.
+std::string gen_json(const GenArgs &g, Engine &e, const RunReport &rep, const std::vector<FlowSpec> &flows)
+{
+	using json = nlohmann::ordered_json;
+	qn::SchemeResult s; // the experiment library's figures from the same report
+	s.rep = rep;
+	qn::summarize_flows(s, flows.size());
+	json j;
+	j["topology"] = g.topo;
+	j["pattern"] = g.pattern;
+	j["flows"] = flows.size();
+	char h[32];
+	std::snprintf(h, sizeof(h), "%016llx", static_cast<unsigned long long>(flow_list_hash(flows)));
+	j["flow_hash"] = h;
+	j["dilation"] = double(e.clock().d_milli()) / 1000.0;
+	j["cc"] = rep.cc_describe;
+	j["interrupted"] = rep.interrupted;
+	j["valid"] = rep.health.valid;
+	j["reasons"] = rep.health.reasons;
+	j["cpu_bound"] = rep.health.cpu_bound;
+	j["flows_done"] = s.done;
+	j["content_errors"] = s.bad;
+	uint64_t first_done = 0;
+	bool any = false;
+	for (const auto &f : rep.flows)
+		if (f.done && (!any || f.post_ns + f.fct_ns < first_done)) {
+			first_done = f.post_ns + f.fct_ns;
+			any = true;
+		}
+	j["first_completion_ns"] = any ? json(first_done) : json(nullptr);
+	j["elapsed_ns"] = rep.elapsed_ns;
+	j["goodput_gbps"] = s.goodput_gbps;
+	j["fct_ns"] = json{{"p50", percentile(s.fct, 0.5)},
+			   {"p99", percentile(s.fct, 0.99)},
+			   {"max", s.fct.empty() ? 0 : s.fct.back()}};
+	j["slowdown"] = json{{"p50", percentile(s.sd, 0.5)},
+			     {"p99", percentile(s.sd, 0.99)},
+			     {"max", s.sd.empty() ? 0.0 : s.sd.back()}};
+	std::vector<HostCounters> hc;
+	json hosts = json::object();
+	for (const auto &hn : e.host_names()) {
+		hc.push_back(e.host_counters(hn));
+		json c = json::object();
+		for (const auto &[k, v] : host_counters_by_name(hc.back()))
+			c[k] = v;
+		hosts[hn] = std::move(c);
+	}
+	json counters = json::object();
+	for (const auto &m : {qn::report_counters(rep), qn::host_counter_sum(hc)})
+		for (const auto &[k, v] : m)
+			counters[k] = v;
+	j["counters"] = std::move(counters);
+	j["hosts"] = std::move(hosts);
+	j["queues"] = json::array();
+	for (const auto &qs : e.queue_series()) {
+		std::vector<uint64_t> v;
+		for (const auto &[t, b] : qs.samples)
+			v.push_back(b);
+		const SeriesStats st = series_stats(v);
+		j["queues"].push_back(json{{"port", qs.label},
+					   {"samples", st.samples},
+					   {"mean", st.mean},
+					   {"p50", st.p50},
+					   {"p99", st.p99},
+					   {"max", st.max}});
+	}
+	const FidelityReport &fr = rep.fidelity;
+	j["fidelity"] = json{{"periods", fr.periods},
+			     {"time_affected_frac", fr.time_affected_frac},
+			     {"flows_tagged", fr.flows_tagged},
+			     {"bytes_tagged_frac", fr.bytes_tagged_frac}};
+	j["traced"] = json::array();
+	for (const auto &[label, qh] : rep.traced)
+		j["traced"].push_back(label);
+	return j.dump(1, '\t') + "\n";
 }
 
 } // namespace
@@ -221,6 +312,8 @@ int cmd_gen(int argc, char **argv, int first)
 	GenArgs g;
 	if (int rc = parse_gen(argc, argv, first, g, "gen"); rc >= 0)
 		return rc;
+	if (g.format == "json")
+		g_txt = stderr;
 	auto eng = open_engine(g.topo, g.eng);
 	if (!eng)
 		return die("gen: " + eng.error().to_string());
@@ -306,7 +399,7 @@ int cmd_gen(int argc, char **argv, int first)
 	ro.trace_pairs = g.trace_pairs;
 	if (g.trace_pairs && g.trace_out.empty())
 		return die("gen: --trace needs --trace-out FILE");
-	std::printf("gen %s: %zu flows (%s), flow-list hash %016llx, reliability %s, D %.10g, %zu cables\n", g.topo.c_str(),
+	std::fprintf(g_txt, "gen %s: %zu flows (%s), flow-list hash %016llx, reliability %s, D %.10g, %zu cables\n", g.topo.c_str(),
 		    flows.size(), g.pattern.c_str(), static_cast<unsigned long long>(flow_list_hash(flows)),
 		    to_string(g.qp.mode).c_str(), double(e.clock().d_milli()) / 1000.0, e.cable_count());
 	// Ctrl-C or SIGTERM stops the run at the next loop iteration; what was measured is printed.
@@ -317,9 +410,9 @@ int cmd_gen(int argc, char **argv, int first)
 	if (!rep)
 		return die("gen: " + rep.error().to_string());
 	if (rep->interrupted)
-		std::printf("interrupted by a signal after %s of fabric time: the figures below are partial\n",
+		std::fprintf(g_txt, "interrupted by a signal after %s of fabric time: the figures below are partial\n",
 			    fmt_ns(rep->elapsed_ns).c_str());
-	std::printf("cc %s; switch PFC %s\n", rep->cc_describe.c_str(),
+	std::fprintf(g_txt, "cc %s; switch PFC %s\n", rep->cc_describe.c_str(),
 		    g.keep_switch ? "as set" : (sch->lossless() ? "on" : "off"));
 	std::vector<uint64_t> fct;
 	size_t done = 0, bad = 0;
@@ -335,9 +428,9 @@ int cmd_gen(int argc, char **argv, int first)
 	}
 	std::sort(fct.begin(), fct.end());
 	auto pct = [&](double p) { return fct.empty() ? 0 : fct[std::min(fct.size() - 1, size_t(p * double(fct.size())))]; };
-	std::printf("flows done %zu/%zu, content errors %zu, corrupt messages %llu\n", done, flows.size(), bad,
+	std::fprintf(g_txt, "flows done %zu/%zu, content errors %zu, corrupt messages %llu\n", done, flows.size(), bad,
 		    static_cast<unsigned long long>(rep->corrupt_msgs));
-	std::printf("fct p50 %s  p99 %s  max %s (fabric)\n", fmt_ns(pct(0.5)).c_str(), fmt_ns(pct(0.99)).c_str(),
+	std::fprintf(g_txt, "fct p50 %s  p99 %s  max %s (fabric)\n", fmt_ns(pct(0.5)).c_str(), fmt_ns(pct(0.99)).c_str(),
 		    fmt_ns(fct.empty() ? 0 : fct.back()).c_str());
 	{
 		std::vector<double> sd;
@@ -346,16 +439,16 @@ int cmd_gen(int argc, char **argv, int first)
 				sd.push_back(f.slowdown());
 		std::sort(sd.begin(), sd.end());
 		auto sp = [&](double p) { return sd.empty() ? 0.0 : sd[std::min(sd.size() - 1, size_t(p * double(sd.size())))]; };
-		std::printf("slowdown p50 %.2f  p99 %.2f  max %.2f (FCT / standalone FCT, common.md §4)\n", sp(0.5), sp(0.99),
+		std::fprintf(g_txt, "slowdown p50 %.2f  p99 %.2f  max %.2f (FCT / standalone FCT, common.md §4)\n", sp(0.5), sp(0.99),
 			    sd.empty() ? 0.0 : sd.back());
 	}
 	double secs = double(rep->elapsed_ns) / 1e9;
-	std::printf("goodput %.3f Gbit/s over %s (fabric), packets %llu, retransmitted %llu, timeouts %llu, duplicates %llu\n",
+	std::fprintf(g_txt, "goodput %.3f Gbit/s over %s (fabric), packets %llu, retransmitted %llu, timeouts %llu, duplicates %llu\n",
 		    secs > 0 ? double(bytes) * 8 / secs / 1e9 : 0.0, fmt_ns(rep->elapsed_ns).c_str(),
 		    static_cast<unsigned long long>(rep->tx_pkts), static_cast<unsigned long long>(rep->retx_pkts),
 		    static_cast<unsigned long long>(rep->timeouts), static_cast<unsigned long long>(rep->dup_pkts));
 	print_hosts(e);
-	std::fputs(rep->health.to_text().c_str(), stdout);
+	std::fputs(rep->health.to_text().c_str(), g_txt);
 	{
 		// Flows an affected period touched (fidelity.h), and the slowdowns without them.
 		const FidelityReport &fr = rep->fidelity;
@@ -368,7 +461,7 @@ int cmd_gen(int argc, char **argv, int first)
 		char un[64] = "none untagged";
 		if (!sd.empty())
 			std::snprintf(un, sizeof(un), "p50 %.2f p99 %.2f", sp(0.5), sp(0.99));
-		std::printf("fidelity: %llu affected periods, %.2f%% of fabric time; touched flows %zu/%zu (%.1f%% of bytes); "
+		std::fprintf(g_txt, "fidelity: %llu affected periods, %.2f%% of fabric time; touched flows %zu/%zu (%.1f%% of bytes); "
 			    "tagged flows %zu/%zu (%.1f%% of bytes); untagged slowdown %s\n",
 			    static_cast<unsigned long long>(fr.periods), 100 * fr.time_affected_frac, fr.flows_touched,
 			    rep->flows.size(), 100 * fr.bytes_touched_frac, fr.flows_tagged, rep->flows.size(),
@@ -383,7 +476,7 @@ int cmd_gen(int argc, char **argv, int first)
 		}
 		std::sort(v.begin(), v.end());
 		auto q = [&](double p) { return v.empty() ? 0 : v[std::min(v.size() - 1, size_t(p * double(v.size())))]; };
-		std::printf("queue %s: samples %zu every %s, mean %.0f B, p50 %llu B, p99 %llu B, max %llu B\n",
+		std::fprintf(g_txt, "queue %s: samples %zu every %s, mean %.0f B, p50 %llu B, p99 %llu B, max %llu B\n",
 			    qs.label.c_str(), v.size(), format_time(g.queue_interval_ns).c_str(),
 			    v.empty() ? 0.0 : sum / double(v.size()), static_cast<unsigned long long>(q(0.5)),
 			    static_cast<unsigned long long>(q(0.99)), static_cast<unsigned long long>(v.empty() ? 0 : v.back()));
@@ -425,6 +518,8 @@ int cmd_gen(int argc, char **argv, int first)
 			  << ',' << f.post_ns << ',' << f.fct_ns << ',' << (f.done ? 1 : 0) << ',' << (f.content_ok ? 1 : 0)
 			  << ',' << f.standalone_ns << ',' << f.slowdown() << ',' << (f.tagged ? 1 : 0) << ',' << f.affected_frac << ',' << (f.touched ? 1 : 0) << '\n';
 	}
+	if (g.format == "json")
+		std::printf("%s", gen_json(g, e, *rep, flows).c_str());
 	if (rep->interrupted)
 		return 130;
 	return done == flows.size() && bad == 0 && rep->corrupt_msgs == 0 ? 0 : 3;

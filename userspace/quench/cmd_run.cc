@@ -4,7 +4,11 @@
 // control/report.h, control/calibration.h). docs/experiments.md.
 #include "quench/cmd_run.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <iostream>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -15,6 +19,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "control/bringup.h"
 #include "control/calibration.h"
 #include "control/experiment.h"
@@ -24,10 +30,12 @@
 #include "control/topology.h"
 #include "quench/cli.h"
 #include "transport/cc/cc.h"
+#include "transport/metrics.h"
 
 namespace {
 
 using namespace qn;
+using namespace qn::tp;
 namespace cc = qn::tp::cc;
 namespace fs = std::filesystem;
 
@@ -295,4 +303,142 @@ int cmd_compare(int argc, char **argv, int first)
 		return die("compare: " + t.error().to_string());
 	std::printf("%s", t->c_str());
 	return matched ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// analyze: the analyses tests and users apply to a run's outputs, in tested C++
+// (transport/metrics.h) rather than awk; JSON on stdout.
+
+namespace {
+
+Result<std::string> read_input(const std::string &path)
+{
+	std::stringstream ss;
+	if (path == "-") {
+		ss << std::cin.rdbuf();
+		return ss.str();
+	}
+	std::ifstream f(path);
+	if (!f)
+		return sys_error(errno, "cannot open " + path);
+	ss << f.rdbuf();
+	return ss.str();
+}
+
+} // namespace
+
+int cmd_analyze(int argc, char **argv, int first)
+{
+	CLI::App app{"analyses of a run's outputs, as JSON (goodput windows, Jain's index, convergence, percentiles)",
+		     "analyze"};
+	app.require_subcommand(1);
+	std::string trace_file, numbers_file = "-";
+	uint64_t from = 0, to = 0, win = 0, cap = 0;
+	double jain_at = 0.95;
+	size_t run = 3;
+	auto *tr = app.add_subcommand("trace", "goodput per window and convergence from a rate trace "
+					       "(gen --trace-out, a run's rates.csv)");
+	tr->add_option("TRACE", trace_file, "rate trace CSV")->required();
+	cli::time(*tr, "--from", from, "first window's start (fabric)");
+	cli::time(*tr, "--to", to, "no window ends after this (fabric; default: the last sample)");
+	cli::time(*tr, "--window", win, "window length (fabric; default: no windows)");
+	cli::number(*tr, "--jain", jain_at, 0, 1, "Jain's index a converged window reaches");
+	cli::number(*tr, "--run", run, 1, 1000, "consecutive windows at --jain for convergence");
+	cli::rate(*tr, "--rate-cap", cap, "also: the first time the series' latest rates sum to at most this");
+	auto *nu = app.add_subcommand("numbers", "count, mean, min, max and percentiles of one number per line");
+	nu->add_option("FILE", numbers_file, "input (default -: stdin)");
+	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
+		return rc;
+	using json = nlohmann::ordered_json;
+	json out;
+	if (tr->parsed()) {
+		auto text = read_input(trace_file);
+		if (!text)
+			return die("analyze: " + text.error().to_string());
+		auto series = parse_rate_trace(*text, trace_file);
+		if (!series)
+			return die("analyze: " + series.error().to_string());
+		uint64_t last = 0;
+		for (const auto &s : *series)
+			if (!s.samples.empty())
+				last = std::max(last, s.samples.back().t_ns);
+		if (to == 0)
+			to = last;
+		out["series"] = json::array();
+		for (const auto &s : *series)
+			out["series"].push_back(json{{"label", s.label},
+						     {"samples", s.samples.size()},
+						     {"acked_bytes", s.samples.empty() ? 0 : s.samples.back().acked_bytes},
+						     {"lowest_rate_bps", s.samples.empty() ? 0 : std::min_element(s.samples.begin(), s.samples.end(), [](const auto &a, const auto &b) { return a.rate_bps < b.rate_bps; })->rate_bps},
+						     {"highest_rate_bps", s.samples.empty() ? 0 : std::max_element(s.samples.begin(), s.samples.end(), [](const auto &a, const auto &b) { return a.rate_bps < b.rate_bps; })->rate_bps}});
+		if (win) {
+			const auto w = goodput_windows(*series, from, to, win);
+			out["from_ns"] = from;
+			out["to_ns"] = to;
+			out["window_ns"] = win;
+			out["windows"] = json::array();
+			std::vector<double> totals, jains;
+			for (const auto &x : w) {
+				out["windows"].push_back(json{{"t_ns", x.t_ns}, {"jain", x.jain}, {"total_gbps", x.total_gbps}, {"gbps", x.gbps}});
+				totals.push_back(x.total_gbps);
+			}
+			double mean = 0;
+			for (double t : totals)
+				mean += t;
+			out["mean_gbps"] = totals.empty() ? 0.0 : mean / double(totals.size());
+			out["lowest_gbps"] = totals.empty() ? 0.0 : *std::min_element(totals.begin(), totals.end());
+			const auto conv = jain_convergence(w, jain_at, run);
+			out["jain_convergence_ns"] = conv ? json(*conv) : json(nullptr);
+			// the mean Jain index from convergence on (null when it never converged)
+			if (conv) {
+				double s = 0;
+				size_t n = 0;
+				for (const auto &x : w)
+					if (x.t_ns >= *conv) {
+						s += x.jain;
+						n++;
+					}
+				out["jain_mean_after"] = s / double(n);
+			} else {
+				out["jain_mean_after"] = nullptr;
+			}
+		}
+		if (cap) {
+			const auto t = rate_sum_within(*series, double(cap));
+			out["rate_cap_bps"] = cap;
+			out["rate_cap_ns"] = t ? json(*t) : json(nullptr);
+		}
+	} else {
+		auto text = read_input(numbers_file);
+		if (!text)
+			return die("analyze: " + text.error().to_string());
+		std::vector<double> v;
+		std::istringstream is(*text);
+		std::string w;
+		int line = 0;
+		for (std::string l; std::getline(is, l);) {
+			line++;
+			std::istringstream ls(l);
+			if (!(ls >> w))
+				continue;
+			char *end = nullptr;
+			const double d = std::strtod(w.c_str(), &end);
+			if (*end || !std::isfinite(d))
+				return die("analyze numbers: " + numbers_file + ":" + std::to_string(line) + ": '" + w + "' is not a number");
+			v.push_back(d);
+		}
+		std::sort(v.begin(), v.end());
+		double sum = 0;
+		for (double d : v)
+			sum += d;
+		out = json{{"n", v.size()},
+			   {"mean", v.empty() ? 0.0 : sum / double(v.size())},
+			   {"min", v.empty() ? 0.0 : v.front()},
+			   {"max", v.empty() ? 0.0 : v.back()},
+			   {"p50", percentile(v, 0.5)},
+			   {"p95", percentile(v, 0.95)},
+			   {"p99", percentile(v, 0.99)}};
+	}
+	std::printf("%s\n", out.dump(1, '\t').c_str());
+	return 0;
 }

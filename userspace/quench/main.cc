@@ -385,6 +385,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv, 2);
 	if (argc >= 2 && std::strcmp(argv[1], "compare") == 0)
 		return cmd_compare(argc, argv, 2);
+	if (argc >= 2 && std::strcmp(argv[1], "analyze") == 0)
+		return cmd_analyze(argc, argv, 2);
 	if (argc >= 2 && std::strcmp(argv[1], "jitter") == 0)
 		return cmd_jitter(argc, argv, 2);
 	if (argc >= 2 && std::strcmp(argv[1], "model") == 0)

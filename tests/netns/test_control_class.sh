@@ -37,6 +37,6 @@ awk -v d="$data_p50" -v c="$ctrl_p50" 'BEGIN { exit c * 20 < d ? 0 : 1 }' ||
 	fail "control p50 ${ctrl_p50} us is not far below data p50 ${data_p50} us"
 stats=$("$QUENCH" switch stats "${TOPO_NAME}/s1")
 echo "$stats"
-ctrl_tx=$(echo "$stats" | awk '$2=="s1-p3" {print $8}')
+ctrl_tx=$("$QUENCH" switch stats "${TOPO_NAME}/s1" --format json | jq '.switches[0].ports[] | select(.ifname == "s1-p3") | .counters.tx_ctrl_pkts')
 [ "${ctrl_tx:-0}" != "0" ] || fail "s1-p3 classified no packet into the control class"
 pass "CNP delay p50 ${ctrl_p50} us (p99 ${ctrl_p99}) vs data p50 ${data_p50} us through a full queue"

@@ -15,28 +15,32 @@
 # on a quiet machine it fails.
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
-AWK="$(dirname "$0")/goodput.awk"
 
 D=200
 topo=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")
 "$QUENCH" topo up "$topo" --param N=9 --dilation "$D" >/dev/null
-gen() { "$QUENCH" gen "$TOPO_NAME" "$@"; }
-hostsum() { awk -v k="$2" '$1=="host" {for (i=1;i<=NF;i++) if ($i==k) s+=$(i+1)} END {print s+0}' <<<"$1"; }
-qstat() { sed -n "s/^queue tor\/tor-p1: .* $2 \([0-9.]*\) B.*/\1/p" <<<"$1"; }
+# Results are read from JSON (gen --format json, switch stats --format json) and the analyses
+# come from `quench analyze` (transport/metrics.h, unit-tested); the text goes to stderr.
+gen() { "$QUENCH" gen "$TOPO_NAME" --format json "$@" 2>"$WORK/gen.txt"; }
+# counter NAME GEN_JSON: a counter of the run by name (host.* summed over hosts, qp.*)
+counter() { jq ".counters[\"$1\"]" <<<"$2"; }
+# qstat GEN_JSON FIELD: tor-p1's queue statistic (mean, p99, max; bytes)
+qstat() { jq ".queues[] | select(.port == \"tor/tor-p1\") | .$2" <<<"$1"; }
+verdict() { jq -r 'if .valid then "VALID" else "INVALID: " + (.reasons | join("; ")) end' <<<"$1"; }
 
 # 1. negative control: NP off -> no CNP, the rate never leaves line rate; NP on -> CNPs, cuts.
 "$QUENCH" switch set "$TOPO_NAME/tor" pfc=on >/dev/null
 out=$(gen --pattern long --senders 2 --size 2MB --dst h1 --cc dcqcn --no-np --trace 2 --trace-out "$WORK/off.csv") ||
 	fail "NP off: $out"
-cnp=$(hostsum "$out" cnp_tx)
-rates=$(awk -F, 'NR>1 {print $3}' "$WORK/off.csv" | sort -u | tr '\n' ' ')
+cnp=$(counter host.cnp_tx "$out")
+rates=$("$QUENCH" analyze trace "$WORK/off.csv" | jq -c '[.series[] | .lowest_rate_bps, .highest_rate_bps] | unique')
 echo "NP off: CNPs sent $cnp, rates in the trace: $rates"
 [ "$cnp" -eq 0 ] || fail "NP off sent $cnp CNPs"
-[ "$rates" = "10000000000 " ] || fail "NP off: the rate left line rate: $rates"
+[ "$rates" = "[10000000000]" ] || fail "NP off: the rate left line rate: $rates"
 out=$(gen --pattern long --senders 2 --size 2MB --dst h1 --cc dcqcn --trace 2 --trace-out "$WORK/on.csv") ||
 	fail "NP on: $out"
-cnp=$(hostsum "$out" cnp_tx)
-low=$(awk -F, 'NR>1 && (m == "" || $3 < m) {m = $3} END {print m}' "$WORK/on.csv")
+cnp=$(counter host.cnp_tx "$out")
+low=$("$QUENCH" analyze trace "$WORK/on.csv" | jq '[.series[].lowest_rate_bps] | min')
 echo "NP on: CNPs sent $cnp, lowest rate $low bit/s"
 [ "$cnp" -gt 0 ] || fail "NP on sent no CNP"
 [ "$low" -lt 10000000000 ] || fail "NP on: the rate never dropped"
@@ -49,7 +53,7 @@ echo "NP on: CNPs sent $cnp, lowest rate $low bit/s"
 #    raised 1.5x after each INVALID one).
 q="--queues tor:tor-p1 --queue-interval 5us"
 derived="--cc-set rai=10Mbps --cc-set rhai=50Mbps --cc-set rmin=25Mbps --cc-set b=2500000"
-ce_sw() { "$QUENCH" switch stats "$TOPO_NAME/tor" | awk '$1 == "tor-p1" && $2 == "ecn:" {sub("ce=", "", $4); print $4}'; }
+ce_sw() { "$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq '.switches[0].ports[] | select(.ifname == "tor-p1") | .counters.ecn_marked'; }
 # valid_run NAME SETTINGS COMMAND...: up to four attempts for a VALID run; the last output in
 # $NAME. An INVALID attempt is retried at 1.5 x the D of the one before (the topology is brought
 # up again at that D and the switch SETTINGS applied again; everything checked is in fabric time,
@@ -62,22 +66,21 @@ valid_run() {
 	for attempt in 1 2 3 4; do
 		out=$("$@") || fail "$name: $out"
 		printf -v "$name" '%s' "$out"
-		echo "$name attempt $attempt at D=$d: $(grep -E '^validity' <<<"$out")"
-		grep -E "^  reason:" <<<"$out" || true
-		grep -q "^validity: VALID" <<<"$out" && break
+		echo "$name attempt $attempt at D=$d: $(verdict "$out")"
+		jq -e .valid <<<"$out" >/dev/null && break
 		[ "$attempt" -lt 4 ] || break
 		d=$(((d * 3 / 2 + 9) / 10 * 10))
 		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 		"$QUENCH" topo up "$topo" --param N=9 --dilation "$d" >/dev/null
 		"$QUENCH" switch set "$TOPO_NAME/tor" $settings >/dev/null
 	done
-	echo "$name: $((attempt - 1)) INVALID attempt(s) before $(grep -q '^validity: VALID' <<<"$out" && echo "a VALID one at D=$d" || echo "giving up at D=$d")"
+	echo "$name: $((attempt - 1)) INVALID attempt(s) before $(jq -e .valid <<<"$out" >/dev/null && echo "a VALID one at D=$d" || echo "giving up at D=$d")"
 	if [ "$d" != "$D" ]; then
 		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 		"$QUENCH" topo up "$topo" --param N=9 --dilation "$D" >/dev/null
 		"$QUENCH" switch set "$TOPO_NAME/tor" $settings >/dev/null
 	fi
-	grep -q "^validity: VALID" <<<"$out"
+	jq -e .valid <<<"$out" >/dev/null
 }
 unchecked=""
 # (no CC: 8 x 1 MB; its queue reaches the buffer's limit within a few ms and stays there, and
@@ -96,14 +99,15 @@ for attempt in 1 2 3; do
 	ce0=$(ce_sw)
 	out=$(gen --pattern long --senders 8 --size 512KB --dst h1 --cc dcqcn $derived) || fail "dequeue marks: $out"
 	ce_dq=$(($(ce_sw) - ce0))
-	ce_rx=$(hostsum "$out" ce_rx)
-	echo "dequeue marks attempt $attempt: tor-p1 decided $ce_dq, the receiver saw $ce_rx CE packets; $(grep -oE 'retransmitted [0-9]+, timeouts [0-9]+, duplicates [0-9]+' <<<"$out")"
-	if ! grep -q "retransmitted 0, timeouts 0, duplicates 0" <<<"$out"; then
+	ce_rx=$(counter host.ce_rx "$out")
+	resent=$(jq '[.counters["qp.retransmitted", "qp.timeouts", "qp.duplicates"]] | add' <<<"$out")
+	echo "dequeue marks attempt $attempt: tor-p1 decided $ce_dq, the receiver saw $ce_rx CE packets; retransmitted, timeouts and duplicates: $resent"
+	if [ "$resent" -ne 0 ]; then
 		echo "dequeue marks attempt $attempt inconclusive: packets were resent, so they crossed the port more than once"
 		continue
 	fi
 	[ "$ce_dq" -gt 0 ] || fail "the port decided no mark at dequeue"
-	[ "$ce_rx" -eq "$ce_dq" ] || fail "the port decided $ce_dq marks at dequeue, the receiver saw $ce_rx ($(grep -E '^host|^validity' <<<"$out"))"
+	[ "$ce_rx" -eq "$ce_dq" ] || fail "the port decided $ce_dq marks at dequeue, the receiver saw $ce_rx ($(jq -c .hosts <<<"$out"); $(verdict "$out"))"
 	dq_ok=1
 	break
 done
@@ -112,11 +116,11 @@ dq_unchecked=""
 valid_run dcqcn "$dq" gen --pattern long --senders 8 --size 5MB --dst h1 --cc dcqcn $derived $q --trace 8 \
 	--trace-out "$WORK/incast.csv" --out "$WORK/incast-flows.csv" || unchecked="${unchecked:+$unchecked, }DCQCN incast"
 for v in none dcqcn; do
-	echo "$v: $(grep -E '^queue' <<<"${!v}") | $(grep -E '^validity' <<<"${!v}") | CNPs $(hostsum "${!v}" cnp_tx)"
+	echo "$v: tor-p1 queue mean $(qstat "${!v}" mean) B, p99 $(qstat "${!v}" p99) B, max $(qstat "${!v}" max) B | $(verdict "${!v}") | CNPs $(counter host.cnp_tx "${!v}")"
 done
-first_done=$(awk -F, 'NR>1 {d = $6 + $7; if (m == "" || d < m) m = d} END {print m}' "$WORK/incast-flows.csv")
-read -r mean lowest nwin < <(awk -v from=5000000 -v to="$first_done" -v win=1000000 -f "$AWK" "$WORK/incast.csv" |
-	awk '{s += $3; n++; if (m == "" || $3 < m) m = $3} END {if (n) printf "%.3f %.3f %d\n", s/n, m, n; else print "0 0 0"}')
+first_done=$(jq .first_completion_ns <<<"$dcqcn")
+g=$("$QUENCH" analyze trace "$WORK/incast.csv" --from 5ms --to "${first_done}ns" --window 1ms)
+read -r mean lowest nwin < <(jq -r '"\(.mean_gbps) \(.lowest_gbps) \(.windows | length)"' <<<"$g")
 # The same incast in the reference model (an ideal network, the same controllers; docs/cc.md)
 model=$("$QUENCH" model --senders 8 --size 5MB --duration 80ms --derived --window 1ms)
 mmean=$(sed -n 's/^goodput from .*: mean \([0-9.]*\) Gbit.*/\1/p' <<<"$model")
@@ -124,12 +128,11 @@ mlow=$(sed -n 's/.*lowest 1ms window \([0-9.]*\) Gbit.*/\1/p' <<<"$model")
 echo "DCQCN incast goodput from 5 ms to the first completion ($first_done ns): mean $mean Gbit/s, lowest 1 ms window $lowest Gbit/s ($nwin windows); reference model: mean $mmean, lowest $mlow Gbit/s (bottleneck 10 Gbit/s)"
 if [ -z "$unchecked" ]; then
 	[ "$(qstat "$dcqcn" p99)" -lt "$(qstat "$none" p99)" ] || fail "DCQCN p99 queue is not below no-CC"
-	awk -v a="$(qstat "$dcqcn" mean)" -v b="$(qstat "$none" mean)" 'BEGIN {exit !(a < b)}' ||
-		fail "DCQCN mean queue is not below no-CC"
-	[ "$(hostsum "$dcqcn" cnp_rx)" -gt 0 ] || fail "no CNP reached the senders"
+	holds "$(qstat "$dcqcn" mean) < $(qstat "$none" mean)" || fail "DCQCN mean queue is not below no-CC"
+	[ "$(counter host.cnp_rx "$dcqcn")" -gt 0 ] || fail "no CNP reached the senders"
 	[ "$nwin" -ge 20 ] || fail "only $nwin goodput windows after 5 ms"
-	awk -v m="$mean" 'BEGIN {exit !(m >= 9.0)}' || fail "goodput after 5 ms $mean Gbit/s < 90% of 10 Gbit/s"
-	awk -v m="$mean" -v r="$mmean" 'BEGIN {d = (m - r) / r; if (d < 0) d = -d; exit !(d <= 0.05)}' ||
+	holds "$mean >= 9.0" || fail "goodput after 5 ms $mean Gbit/s < 90% of 10 Gbit/s"
+	holds "(($mean - $mmean) / $mmean | fabs) <= 0.05" ||
 		fail "goodput after 5 ms $mean Gbit/s is more than 5% from the reference model's $mmean Gbit/s"
 else
 	machine_stalls "$dcqcn" || fail "no VALID run of: $unchecked, in four attempts (D raised 1.5x after each) on a quiet machine ($STALLS)"
@@ -138,20 +141,20 @@ fi
 
 # 3. PFC only: lossless, PAUSE frames seen, no retransmission.
 "$QUENCH" switch set "$TOPO_NAME/tor" pfc=on >/dev/null
-# exact drop counts: the per-port reason lines ("  tor-p1: buffer=1621436")
-drops() { "$QUENCH" switch stats "$TOPO_NAME/tor" | awk '/^  tor-p[0-9]+:/ {for (i = 2; i <= NF; i++) {split($i, kv, "="); s += kv[2]}} END {print s+0}'; }
+# exact drop counts, every reason, every port
+drops() { "$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq '[.switches[].ports[].counters.drops] | add'; }
 before=$(drops)
 out=$(gen --pattern long --senders 8 --size 1MB --dst h1 --cc pfc) || fail "PFC only: $out"
 after=$(drops)
-pauses=$(hostsum "$out" pfc_rx)
-echo "PFC only: switch drops $((after - before)), PAUSE frames received by hosts $pauses, $(grep -E '^goodput' <<<"$out")"
+pauses=$(counter host.pfc_rx "$out")
+echo "PFC only: switch drops $((after - before)), PAUSE frames received by hosts $pauses, goodput $(jq .goodput_gbps <<<"$out") Gbit/s"
 [ "$((after - before))" -eq 0 ] || fail "PFC only: the switch dropped $((after - before)) packets"
 [ "$pauses" -gt 0 ] || fail "PFC only: no PAUSE frame reached a host"
-grep -q "flows done 8/8, content errors 0" <<<"$out" || fail "PFC only: $out"
+jq -e '.flows_done == 8 and .content_errors == 0' <<<"$out" >/dev/null || fail "PFC only: $out"
 # Lossless: nothing to retransmit. (Before lossless schemes got a RoCE NIC's QP timeout, IRN's
 # 100/320 us RTO fired behind the paused queue: 150-1232 spurious go-back-N resends per run.)
-grep -q "retransmitted 0, timeouts 0, duplicates 0" <<<"$out" ||
-	fail "PFC only: retransmissions in a lossless run: $(grep -E '^goodput' <<<"$out")"
+jq -e '[.counters["qp.retransmitted", "qp.timeouts", "qp.duplicates"]] | add == 0' <<<"$out" >/dev/null ||
+	fail "PFC only: retransmissions in a lossless run: $(jq -c '.counters | with_entries(select(.key | startswith("qp.")))' <<<"$out")"
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 
 # 3b. dilation is real: the same DCQCN incast (8 x 512 KB, paper parameters, the topology's
@@ -164,7 +167,7 @@ grep -q "retransmitted 0, timeouts 0, duplicates 0" <<<"$out" ||
 #     runs are results (DESIGN.md §5).
 declare -A fct50 fct99 qp99 convt
 dil_unchecked=""
-med3() { sort -n | awk '{v[NR] = $1} END {print v[2]}'; }
+median() { "$QUENCH" analyze numbers | jq .p50; }
 for d in $D $((2 * D)); do
 	"$QUENCH" topo up "$topo" --param N=9 --dilation "$d" >/dev/null
 	nvalid=0
@@ -172,16 +175,13 @@ for d in $D $((2 * D)); do
 	for attempt in 1 2 3 4 5 6 7 8 9; do
 		out=$(gen --pattern long --senders 8 --size 512KB --dst h1 --cc dcqcn $q --out "$WORK/d$d.csv" \
 			--trace 8 --trace-out "$WORK/t$d.csv") || fail "DCQCN incast at D=$d: $out"
-		tail -n +2 "$WORK/t$d.csv" | sort -t, -k2,2n >"$WORK/t$d.sorted"
-		c=$(awk -F, '{r[$1] = $3; k = 0; s = 0; for (p in r) {k++; s += r[p]}
-			if (k >= 8 && s <= 10e9) {print $2; exit}}' "$WORK/t$d.sorted")
-		[ -n "$c" ] || fail "D=$d: the senders' rates never summed to the bottleneck or less"
-		f50=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
-		f99=$(awk -F, 'NR>1 {print $7}' "$WORK/d$d.csv" | sort -n | tail -1)
+		c=$("$QUENCH" analyze trace "$WORK/t$d.csv" --rate-cap 10Gbps | jq .rate_cap_ns)
+		[ "$c" != null ] || fail "D=$d: the senders' rates never summed to the bottleneck or less"
+		f50=$(jq .fct_ns.p50 <<<"$out")
+		f99=$(jq .fct_ns.max <<<"$out")
 		qp=$(qstat "$out" p99)
-		echo "D=$d attempt $attempt: FCT p50 $f50 ns, max $f99 ns, queue p99 $qp B, convergence $c ns, $(grep -E '^validity' <<<"$out")"
-		grep -E "^  reason:" <<<"$out" || true
-		if grep -q "^validity: VALID" <<<"$out"; then
+		echo "D=$d attempt $attempt: FCT p50 $f50 ns, max $f99 ns, queue p99 $qp B, convergence $c ns, $(verdict "$out")"
+		if jq -e .valid <<<"$out" >/dev/null; then
 			echo "$f50 $f99 $qp $c" >>"$WORK/runs$d"
 			nvalid=$((nvalid + 1))
 			[ "$nvalid" -lt 3 ] || break
@@ -198,12 +198,12 @@ for d in $D $((2 * D)); do
 		dil_unchecked="D vs 2D not compared: $nvalid VALID runs at D=$d in nine attempts; $STALLS"
 		break
 	fi
-	fct50[$d]=$(awk '{print $1}' "$WORK/runs$d" | med3)
-	fct99[$d]=$(awk '{print $2}' "$WORK/runs$d" | med3)
-	qp99[$d]=$(awk '{print $3}' "$WORK/runs$d" | med3)
-	convt[$d]=$(awk '{print $4}' "$WORK/runs$d" | med3)
+	fct50[$d]=$(cut -d' ' -f1 "$WORK/runs$d" | median)
+	fct99[$d]=$(cut -d' ' -f2 "$WORK/runs$d" | median)
+	qp99[$d]=$(cut -d' ' -f3 "$WORK/runs$d" | median)
+	convt[$d]=$(cut -d' ' -f4 "$WORK/runs$d" | median)
 done
-within() { awk -v a="$1" -v b="$2" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; exit !(d <= 0.10)}'; }
+within() { holds "((($1) - ($2)) / ($2) | fabs) <= 0.10"; }
 if [ -z "$dil_unchecked" ]; then
 	D2=$((2 * D))
 	echo "D vs 2D (medians of 3 VALID runs): FCT p50 ${fct50[$D]} / ${fct50[$D2]} ns, max ${fct99[$D]} / ${fct99[$D2]} ns, queue p99 ${qp99[$D]} / ${qp99[$D2]} B, convergence ${convt[$D]} / ${convt[$D2]} ns"
@@ -218,31 +218,31 @@ dumb=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/dumbbell.topo"
 "$QUENCH" topo up "$dumb" --dilation 100 >/dev/null
 # Marks decided at dequeue on s1's bottleneck port cross the s1-s2 cable (the engine's delay
 # line) and are applied by s2's ingress: the receiver sees every one (exact; PFC on).
-ce_all() { "$QUENCH" switch stats "$TOPO_NAME/s1" "$TOPO_NAME/s2" | awk '$2 == "ecn:" {sub("ce=", "", $4); s += $4} END {print s+0}'; }
+ce_all() { "$QUENCH" switch stats "$TOPO_NAME/s1" "$TOPO_NAME/s2" --format json | jq '[.switches[].ports[].counters.ecn_marked] | add'; }
 for sw in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$sw" pfc=on ecn_at=dequeue kmin=4096 kmax=50000 >/dev/null; done
 ce0=$(ce_all)
-out=$("$QUENCH" gen "$TOPO_NAME" --pattern long --senders h1,h2 --dst h3 --size 1MB --cc dcqcn $derived) ||
+out=$(gen --pattern long --senders h1,h2 --dst h3 --size 1MB --cc dcqcn $derived) ||
 	fail "dequeue marks across the cable: $out"
 ce_dq=$(($(ce_all) - ce0))
-ce_rx=$(hostsum "$out" ce_rx)
+ce_rx=$(counter host.ce_rx "$out")
 echo "dequeue marks on the dumbbell: the switches decided $ce_dq, h3 saw $ce_rx CE packets"
 [ "$ce_dq" -gt 0 ] || fail "the dumbbell's switches decided no mark at dequeue"
-[ "$ce_rx" -eq "$ce_dq" ] || fail "the dumbbell's switches decided $ce_dq marks at dequeue, h3 saw $ce_rx ($(grep -E '^host' <<<"$out"))"
+[ "$ce_rx" -eq "$ce_dq" ] || fail "the dumbbell's switches decided $ce_dq marks at dequeue, h3 saw $ce_rx ($(jq -c .hosts <<<"$out"))"
 # The fairness run: the paper's parameters and switch settings (RED 5 KB / 200 KB at enqueue).
 for sw in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$sw" ecn_at=enqueue kmin=5000 kmax=200000 >/dev/null; done
 "$QUENCH" switch set "$TOPO_NAME/s1" pfc=on >/dev/null
-out=$("$QUENCH" gen "$TOPO_NAME" --pattern long --senders h1,h2 --dst h3 --size 25MB --interval 5ms --cc dcqcn \
-	--trace 2 --trace-out "$WORK/fair.csv" --out "$WORK/fair-flows.csv") || fail "fairness run: $out"
-first_done=$(awk -F, 'NR>1 {d = $6 + $7; if (m == "" || d < m) m = d} END {print m}' "$WORK/fair-flows.csv")
-awk -v from=5000000 -v to="$first_done" -v win=1000000 -f "$AWK" "$WORK/fair.csv" >"$WORK/fair.txt"
-echo "Jain per 1 ms window from the second flow's start: $(awk '{printf "%s ", $2}' "$WORK/fair.txt")"
-# convergence: the first 1 ms window that starts three in a row with Jain >= 0.95
-conv=$(awk '{j[NR] = $2; t[NR] = $1} END {for (i = 1; i + 2 <= NR; i++) if (j[i] >= 0.95 && j[i+1] >= 0.95 && j[i+2] >= 0.95) {print t[i]; exit}}' "$WORK/fair.txt")
-[ -n "$conv" ] || fail "the two flows never converged"
-# after convergence: the mean of the per-window Jain index up to the first completion
-jain=$(awk -v c="$conv" '$1 >= c {s += $2; n++} END {printf "%.4f", s/n}' "$WORK/fair.txt")
-echo "fairness: Jain $jain over 1 ms windows from $(((conv - 5000000) / 1000)) us after the second flow started (convergence time, fabric) to ${first_done} ns; $(grep -E '^validity' <<<"$out")"
-awk -v j="$jain" 'BEGIN {exit !(j >= 0.95)}' || fail "Jain index $jain < 0.95"
+out=$(gen --pattern long --senders h1,h2 --dst h3 --size 25MB --interval 5ms --cc dcqcn \
+	--trace 2 --trace-out "$WORK/fair.csv") || fail "fairness run: $out"
+first_done=$(jq .first_completion_ns <<<"$out")
+# convergence: the first 1 ms window that starts three in a row with Jain >= 0.95; then the
+# mean of the per-window Jain index up to the first completion (quench analyze trace)
+fair=$("$QUENCH" analyze trace "$WORK/fair.csv" --from 5ms --to "${first_done}ns" --window 1ms --jain 0.95 --run 3)
+echo "Jain per 1 ms window from the second flow's start: $(jq -r '[.windows[].jain * 1000 | round / 1000] | join(" ")' <<<"$fair")"
+conv=$(jq .jain_convergence_ns <<<"$fair")
+[ "$conv" != null ] || fail "the two flows never converged"
+jain=$(jq '.jain_mean_after * 10000 | round / 10000' <<<"$fair")
+echo "fairness: Jain $jain over 1 ms windows from $(((conv - 5000000) / 1000)) us after the second flow started (convergence time, fabric) to ${first_done} ns; $(verdict "$out")"
+holds "$jain >= 0.95" || fail "Jain index $jain < 0.95"
 unchecked="${unchecked}${unchecked:+${dil_unchecked:+; }}${dil_unchecked}"
 unchecked="${unchecked}${unchecked:+${dq_unchecked:+; }}${dq_unchecked}"
 [ -z "$unchecked" ] || skip "every other check passed; $unchecked"

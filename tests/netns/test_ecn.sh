@@ -25,23 +25,25 @@ run() { # run SNDBUF -> prints the s1-p3 ECN counters before and after: "ect ce 
 	echo "$c0 $c1"
 }
 bpftool_free_counters() {
-	# exact ecn_ect and ecn_marked of port 2 (s1-p3), summed over CPUs
+	# exact ecn_ect and ecn_marked of port 2 (s1-p3), summed over CPUs (read with bpftool, as a
+	# user would, rather than through quench)
 	bpftool -j map lookup pinned "/sys/fs/bpf/quench/${TOPO_NAME}/s1/qn_port_stats" key 2 0 0 0 |
-		grep -o '"ecn_\(marked\|ect\)":[0-9]*' | awk -F: '/marked/ {m += $2} /ect/ {e += $2} END {print e + 0, m + 0}'
+		jq -r '[([.formatted.values[].value.ecn_ect] | add), ([.formatted.values[].value.ecn_marked] | add)] | join(" ")'
 }
 command -v bpftool >/dev/null || skip "missing bpftool"
 
 read -r e0 m0 e1 m1 < <(run 200000)
 cp "$WORK/rx3.out" "$WORK/rx3.small"; cp "$WORK/rx4.out" "$WORK/rx4.small"
 read -r f0 n0 f1 n1 < <(run 8000000)
-small=$(awk -v e=$((e1 - e0)) -v m=$((m1 - m0)) 'BEGIN { printf "%.4f", e ? m / e : 0 }')
-large=$(awk -v e=$((f1 - f0)) -v m=$((n1 - n0)) 'BEGIN { printf "%.4f", e ? m / e : 0 }')
+frac() { jq -n "if $1 > 0 then ($2 / $1 * 10000 | round / 10000) else 0 end"; }
+small=$(frac $((e1 - e0)) $((m1 - m0)))
+large=$(frac $((f1 - f0)) $((n1 - n0)))
 echo "small buffers: $((m1 - m0)) CE of $((e1 - e0)) ECT ($small); large buffers: $((n1 - n0)) CE of $((f1 - f0)) ECT ($large)"
 cat "$WORK/rx3.small" "$WORK/rx4.small" "$WORK/rx3.out" "$WORK/rx4.out" | grep ecn
 "$QUENCH" switch stats "${TOPO_NAME}/s1" | sed -n '/^port queue/,/^  buffer/p'
 
 [ $((e1 - e0)) -gt 1000 ] || fail "too few ECT packets counted ($((e1 - e0)))"
-awk -v a="$small" -v b="$large" 'BEGIN { exit b > a + 0.1 ? 0 : 1 }' ||
+holds "$large > $small + 0.1" ||
 	fail "marked fraction did not rise with the queue ($small -> $large)"
 for f in rx4.small rx4.out; do
 	ce=$(field "$WORK/$f" all_ce ecn); nt=$(field "$WORK/$f" all_notect ecn)

@@ -45,14 +45,14 @@ for i in 1 2 3; do
 	v=$(sed -n 's/^validity: //p' <<<"$out")
 	# payload share of a full frame on the wire: 2004 / (2004 + 54 + 24) x 2 Gbit/s = 1.925
 	echo "QP limited to 2 Gbit/s: goodput $gp Gbit/s (payload; at most 1.925), $v"
-	awk -v g="$gp" 'BEGIN { exit !(g <= 1.925 * 1.002) }' || fail "rate-limited QP ran at $gp Gbit/s, above its limit"
+	holds "$gp <= 1.925 * 1.002" || fail "rate-limited QP ran at $gp Gbit/s, above its limit"
 	if [ "$v" = VALID ]; then
 		valid_rate=$gp
 		break
 	fi
 done
 if [ -n "$valid_rate" ]; then
-	awk -v g="$valid_rate" 'BEGIN { exit !(g >= 1.925 * 0.9) }' ||
+	holds "$valid_rate >= 1.925 * 0.9" ||
 		fail "rate-limited QP reached only $valid_rate Gbit/s in a valid run (expected >= 1.73)"
 elif [ -n "${QN_IN_VM:-}" ]; then
 	echo "no VALID attempt under emulation: the lower bound is not asserted there (DESIGN.md §7)"
@@ -72,8 +72,7 @@ for mode in gbn sr; do
 	retx[$mode]=$(sed -n 's/.*retransmitted \([0-9]*\),.*/\1/p' <<<"$out")
 	echo "$mode: $(grep -E '^goodput' <<<"$out")"
 done
-stats=$("$QUENCH" switch stats "$TOPO_NAME/tor")
-injected=$(grep -o "injected=[0-9]*" <<<"$stats" | cut -d= -f2 | awk "{s += \$1} END {print s + 0}")
+injected=$("$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq '[.switches[].ports[].counters["drops.injected"]] | add')
 echo "switch dropped $injected data packets on purpose; retransmitted gbn ${retx[gbn]} sr ${retx[sr]}"
 [ "${injected:-0}" -ge 1 ] || fail "the switch injected no loss"
 [ "${retx[sr]}" -ge 1 ] || fail "SR recovered losses without retransmitting?"
@@ -88,11 +87,13 @@ host h2
 link h1 tor
 link h2 tor error=0.02")
 "$QUENCH" topo up "$lossy" --dilation "$D" >/dev/null
-out=$(gen --pattern incast --senders h2 --size 500KB --count 2 --dst h1 --mode sr) || fail "lossy link: $out"
-errs=$(awk '$1=="host" && $2=="h2:" {for (i=1;i<=NF;i++) if ($i=="link_errors") print $(i+1)}' <<<"$out")
-echo "frames lost on h2's link: $errs; $(grep -E '^goodput' <<<"$out")"
+out=$(gen --pattern incast --senders h2 --size 500KB --count 2 --dst h1 --mode sr --format json 2>/dev/null) ||
+	fail "lossy link: $out"
+errs=$(jq .hosts.h2.link_errors <<<"$out")
+echo "frames lost on h2's link: $errs; goodput $(jq .goodput_gbps <<<"$out") Gbit/s"
 [ "${errs:-0}" -ge 1 ] || fail "a 2% link error rate lost nothing: $out"
-grep -q "flows done 2/2, content errors 0, corrupt messages 0" <<<"$out" || fail "lossy link: $out"
+jq -e '.flows_done == 2 and .content_errors == 0 and .counters["qp.corrupt_messages"] == 0' <<<"$out" >/dev/null ||
+	fail "lossy link: $out"
 # 5. segments fit the path MTU: h2's link has MTU 1500 (the others 2048), so h2->h1 and h3->h2
 #    carry 1500-byte packets (a 2048-byte frame would be dropped by h2's veth). 500 KB at
 #    1456 B of payload per packet = 344 packets per message (250 at MTU 2048).
@@ -104,13 +105,14 @@ link h1 tor
 link h2 tor mtu=1500
 link h3 tor")
 "$QUENCH" topo up "$mixed" --dilation "$D" >/dev/null
-out=$(gen --pattern incast --senders h2 --size 500KB --count 2 --dst h1) || fail "MTU 1500 path: $out"
-grep -q "flows done 2/2, content errors 0, corrupt messages 0" <<<"$out" || fail "MTU 1500 path: $out"
+out=$(gen --pattern incast --senders h2 --size 500KB --count 2 --dst h1 --format json 2>/dev/null) || fail "MTU 1500 path: $out"
+jq -e '.flows_done == 2 and .content_errors == 0 and .counters["qp.corrupt_messages"] == 0' <<<"$out" >/dev/null ||
+	fail "MTU 1500 path: $out"
 # packets sent minus retransmissions (a slow VM may time out once)
-pk=$(sed -n 's/.*packets \([0-9]*\), retransmitted \([0-9]*\),.*/\1 \2/p' <<<"$out" | awk '{print $1 - $2}')
+pk=$(jq '.counters["qp.packets_sent"] - .counters["qp.retransmitted"]' <<<"$out")
 echo "h2->h1 over an MTU 1500 link: $pk distinct data packets for 2 x 500 KB (expected 688)"
 [ "$pk" -eq 688 ] || fail "expected 688 packets of 1456 B payload, got $pk: $out"
-if grep -q "veth drops" <<<"$(grep reason <<<"$out")"; then fail "veth drops on the MTU 1500 path: $out"; fi
+if jq -e '.reasons | any(test("veth drops"))' <<<"$out" >/dev/null; then fail "veth drops on the MTU 1500 path: $out"; fi
 out=$(gen --pattern incast --senders h3 --size 500KB --count 2 --dst h2) || fail "MTU 1500 into h2: $out"
 grep -q "flows done 2/2, content errors 0, corrupt messages 0" <<<"$out" || fail "MTU 1500 into h2: $out"
 [ -z "$unchecked" ] || skip "every other check passed; $unchecked"

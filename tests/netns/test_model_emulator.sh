@@ -56,32 +56,33 @@ emulate() {
 	local d0
 	d0=$(drops)
 	OUT=$("$QUENCH" gen "$TOPO_NAME" --pattern long --senders 8 --size "$size" --dst h1 --cc dcqcn --cc-params "$v" $params \
-		$keep --queues tor:tor-p1 --queue-interval 5us --out "$WORK/flows.csv" "$@") || fail "gen $v $*: $OUT"
+		$keep --queues tor:tor-p1 --queue-interval 5us --format json "$@" 2>"$WORK/gen.txt") || fail "gen $v $*: $OUT"
 	# the model drops nothing: neither may the switch (a lossy fabric must hold the incast)
-	[ "$(drops)" -eq "$d0" ] || fail "the switch dropped $(($(drops) - d0)) packets in the $v incast: $(grep -E '^goodput' <<<"$OUT")"
+	[ "$(drops)" -eq "$d0" ] || fail "the switch dropped $(($(drops) - d0)) packets in the $v incast: $(grep -E '^goodput' "$WORK/gen.txt")"
 	local peak fct cnp
-	peak=$(sed -n 's/^queue tor\/tor-p1: .* max \([0-9]*\) B$/\1/p' <<<"$OUT")
-	fct=$(awk -F, 'NR > 1 && $8 == 1 {s += $7; n++} END {if (n == 8) printf "%d", s / n; else print 0}' "$WORK/flows.csv")
-	cnp=$(awk '$1 == "host" {for (i = 1; i <= NF; i++) if ($i == "cnp_tx") s += $(i + 1)} END {print s + 0}' <<<"$OUT")
+	peak=$(jq '.queues[] | select(.port == "tor/tor-p1") | .max' <<<"$OUT")
+	fct=$(jq 'if .flows_done == 8 then .fct_ns.mean | floor else 0 end' <<<"$OUT")
+	cnp=$(jq '.counters["host.cnp_tx"]' <<<"$OUT")
 	EMU="$peak $fct $cnp"
-	echo "emulator $v $*: peak $peak B, mean FCT $fct ns, CNPs $cnp; $(grep -E '^validity' <<<"$OUT"); $(grep -E '^loop delay' <<<"$OUT" | tr '\n' ' ')"
-	grep -E "^  reason:" <<<"$OUT" || true
-	grep -q "^validity: VALID" <<<"$OUT"
+	echo "emulator $v $*: peak $peak B, mean FCT $fct ns, CNPs $cnp; $(grep -E '^validity' "$WORK/gen.txt"); $(grep -E '^loop delay' "$WORK/gen.txt" | tr '\n' ' ')"
+	grep -E "^  reason:" "$WORK/gen.txt" || true
+	jq -e .valid <<<"$OUT" >/dev/null
 }
 # drops: every drop the switch counted, any reason
-drops() { "$QUENCH" switch stats "$TOPO_NAME/tor" | awk '/^  tor-p[0-9]+:/ {for (i = 2; i <= NF; i++) {split($i, kv, "="); s += kv[2]}} END {print s+0}'; }
+drops() { "$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq '[.switches[].ports[].counters.drops] | add'; }
 # agree "EMU" "MODEL": every quantity within its bound ($bounds). Prints the relative differences.
 agree() {
-	awk -v e="$1" -v m="$2" -v bs="$bounds" 'BEGIN {
-		split(e, x, " "); split(m, y, " "); split("peak_queue fct_mean cnps", n, " "); split(bs, b, " ")
-		ok = 1
-		for (i = 1; i <= 3; i++) {
-			d = y[i] > 0 ? (x[i] - y[i]) / y[i] : 1
-			printf "  %s: emulator %d, model %d, %+.1f%% (bound +-%d%%)\n", n[i], x[i], y[i], 100 * d, 100 * b[i]
-			if (d > b[i] || d < -b[i]) ok = 0
-		}
-		exit !ok
-	}'
+	local -a e m b n=(peak_queue fct_mean cnps)
+	read -ra e <<<"$1"
+	read -ra m <<<"$2"
+	read -ra b <<<"$bounds"
+	local i rc=0 d
+	for i in 0 1 2; do
+		d="(if ${m[i]} > 0 then (${e[i]} - ${m[i]}) / ${m[i]} else 1 end)"
+		echo "  ${n[i]}: emulator ${e[i]}, model ${m[i]}, $(jq -n "$d * 1000 | round / 10")% (bound +-$(jq -n "${b[i]} * 100")%)"
+		holds "$d | fabs <= ${b[i]}" || rc=1
+	done
+	return $rc
 }
 
 unchecked=""

@@ -23,6 +23,6 @@ xoff=$(field "$WORK/tx.out" xoff pfc); xon=$(field "$WORK/tx.out" xon pfc); q=$(
 if echo "$stats" | grep -E '^  s1-p[0-9]+:.*(buffer|truncated|redirect)='; then
 	fail "s1 dropped packets while PFC was on"
 fi
-sw_xoff=$(echo "$stats" | awk '$2=="s1-p1" && NF==11 {print $9}')
+sw_xoff=$("$QUENCH" switch stats "${TOPO_NAME}/s1" --format json | jq '.switches[0].ports[] | select(.ifname == "s1-p1") | .counters.pfc_xoff_sent')
 [ "${sw_xoff:-0}" != 0 ] || fail "s1 counted no XOFF on s1-p1"
 pass "sender saw $xoff XOFF (incl. refreshes) and $xon XON at priority 3; no drops"

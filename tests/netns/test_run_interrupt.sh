@@ -4,8 +4,10 @@
 # switch from any host from 1 s after the signal on (host ports' rx_pkts, read from
 # `switch stats --format json` every 0.1 s while the topology exists), the topology is down and
 # the process gone within 10 s (exit status 130), and the results folder holds what was measured,
-# marked interrupted (summary.md, metadata.txt, the running scheme's validity.txt).
-# The check can fail: before the signal the same counter is shown to grow over 1 s.
+# marked interrupted (summary.md, metadata.txt, the running scheme's validity.txt). The same for
+# `quench gen` on a topology it does not own: no frame 1 s after SIGINT, exit 130 within 10 s,
+# its JSON marked interrupted with what was delivered; the topology stays up for its owner.
+# The checks can fail: before each signal the same counter is shown to grow over 1 s.
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "experiments need line-rate engines; not run under emulation (DESIGN.md §7)"
 command -v jq >/dev/null || fail "jq is missing (scripts/install-deps.sh installs it)"
@@ -25,7 +27,7 @@ host_rx() { # packets the switch received from hosts so far; empty when the topo
 		jq '[.switches[0].ports[] | select(.role == "host") | .counters.rx_pkts] | add' 2>/dev/null || true
 }
 now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}'; }
+since() { jq -n "($(now) - $1) * 100 | round / 100"; }
 
 "$QUENCH" run "$WORK/long.exp" --name "$TOPO_NAME" --out "$WORK/r" --quiet >"$WORK/run.out" 2>&1 &
 pid=$!
@@ -58,11 +60,11 @@ while :; do
 		last_change=$el
 		prev=$v
 	fi
-	if awk -v e="$el" 'BEGIN {exit !(e >= 1.0)}'; then
+	if holds "$el >= 1.0"; then
 		[ -n "$after1" ] || after1=$v
 		[ "$v" = "$after1" ] || fail "a host sent frames more than 1 s after the signal ($after1 -> $v at ${el} s)"
 	fi
-	awk -v e="$el" 'BEGIN {exit !(e >= 10)}' && fail "the topology is still up 10 s after the signal"
+	holds "$el >= 10" && fail "the topology is still up 10 s after the signal"
 	sleep 0.1
 done
 echo "after the signal: last host packet counted at ${last_change} s; the topology was gone at ${gone} s"
@@ -81,4 +83,55 @@ grep -q "interrupted by a signal" "$WORK/r/none/validity.txt" || fail "none/vali
 [ -s "$WORK/r/none/flows.csv" ] || fail "what was measured (none/flows.csv) was not written"
 [ ! -e "$WORK/r/dcqcn" ] || fail "the scheme after the interrupted one ran"
 grep -E "^interrupted" "$WORK/run.out"
-pass "SIGINT: last host frame at ${last_change} s, topology down at ${gone} s, exit 130, partial results marked interrupted"
+run_last=$last_change run_gone=$gone
+
+# gen: the same signal, the topology left up (gen does not own it)
+"$QUENCH" topo up "$(cd "$(dirname "$0")/../../netns" && pwd)/star.topo" --param N=3 --dilation 50 --name "$TOPO_NAME" >/dev/null
+"$QUENCH" gen "$TOPO_NAME" --pattern long --senders 2 --size 2GB --dst h1 --cc none --timeout 60s --format json \
+	>"$WORK/gen.json" 2>"$WORK/gen.txt" &
+pid=$!
+BG_PIDS+=("$pid")
+n=0
+for _ in $(seq 1 300); do
+	n=$(host_rx)
+	[ -n "$n" ] && [ "$n" -gt 20000 ] && break
+	kill -0 "$pid" 2>/dev/null || fail "quench gen ended before the signal: $(tail -5 "$WORK/gen.txt")"
+	sleep 0.1
+done
+sleep 1
+n2=$(host_rx)
+[ -n "$n2" ] && [ "$n2" -gt "$n" ] || fail "gen: the host packet counter did not grow ($n -> $n2)"
+t0=$(now)
+kill -INT "$pid"
+after1="" last_change=0 prev=$n2 ended=""
+while :; do
+	el=$(since "$t0")
+	v=$(host_rx)
+	[ -n "$v" ] || fail "gen took the topology down"
+	if [ "$v" != "$prev" ]; then
+		last_change=$el
+		prev=$v
+	fi
+	if holds "$el >= 1.0"; then
+		[ -n "$after1" ] || after1=$v
+		[ "$v" = "$after1" ] || fail "gen: a host sent frames more than 1 s after the signal ($after1 -> $v at ${el} s)"
+	fi
+	if ! kill -0 "$pid" 2>/dev/null; then
+		[ -n "$ended" ] || ended=$el
+		# watch the counter for 1.5 s after the signal, even when gen ended earlier
+		holds "$el >= 1.5" && break
+	fi
+	holds "$el >= 10" && fail "quench gen still running 10 s after the signal"
+	sleep 0.1
+done
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || fail "gen: exit status $rc, expected 130: $(tail -5 "$WORK/gen.txt")"
+jq -e .interrupted "$WORK/gen.json" >/dev/null || fail "gen's JSON is not marked interrupted: $(head -c 400 "$WORK/gen.json")"
+# the 2 GB messages cannot complete: what was measured is the data the receiver took in
+delivered=$(jq '.counters["host.rx_data_bytes"]' "$WORK/gen.json")
+[ "$delivered" -gt 0 ] || fail "gen's JSON reports no data received before the signal"
+grep -q "^interrupted by a signal" "$WORK/gen.txt" || fail "gen's text does not say interrupted"
+echo "gen after the signal: last host packet counted at ${last_change} s, ended at ${ended} s, exit 130, $delivered data bytes received and reported"
+"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+pass "SIGINT: run: last host frame at ${run_last} s, topology down at ${run_gone} s, exit 130, partial results marked interrupted; gen: last host frame at ${last_change} s, exit 130 at ${ended} s, JSON marked interrupted"

@@ -40,8 +40,9 @@ ip netns exec "$(ns h6)" ping -c 2 -i 0.2 -W 1 "$(host_ip h11)" >/dev/null || fa
 # ECMP: 64 flows from h1 to h16 must use both spines.
 "$TRAFFIC" send --netns "$(ns h1)" --dev h1-eth0 --dst-mac "$(gw_mac h1)" --src-ip "$(host_ip h1)" \
 	--dst-ip "$(host_ip h16)" --count 640 --size 200 --flows 64 --rate 50e6 >/dev/null
-s1=$("$QUENCH" switch stats "${TOPO_NAME}/spine1" | awk '$2 ~ /-p1$/ {print $4; exit}')
-s2=$("$QUENCH" switch stats "${TOPO_NAME}/spine2" | awk '$2 ~ /-p1$/ {print $4; exit}')
+rx_p1() { "$QUENCH" switch stats "${TOPO_NAME}/$1" --format json | jq '[.switches[0].ports[] | select(.ifname | endswith("-p1")) | .counters.rx_pkts][0]'; }
+s1=$(rx_p1 spine1)
+s2=$(rx_p1 spine2)
 echo "frames from leaf1 at spine1: $s1, at spine2: $s2"
 [ "${s1:-0}" != "0" ] && [ "${s2:-0}" != "0" ] || fail "ECMP used one spine only ($s1 / $s2)"
 

@@ -248,6 +248,8 @@ std::string gen_json(const GenArgs &g, Engine &e, const RunReport &rep, const st
 	j["valid"] = rep.health.valid;
 	j["reasons"] = rep.health.reasons;
 	j["cpu_bound"] = rep.health.cpu_bound;
+	j["stalls"] = rep.health.stalls;
+	j["stall_threshold_wall_ns"] = rep.health.stall_threshold_wall_ns;
 	j["flows_done"] = s.done;
 	j["content_errors"] = s.bad;
 	uint64_t first_done = 0;
@@ -260,7 +262,11 @@ std::string gen_json(const GenArgs &g, Engine &e, const RunReport &rep, const st
 	j["first_completion_ns"] = any ? json(first_done) : json(nullptr);
 	j["elapsed_ns"] = rep.elapsed_ns;
 	j["goodput_gbps"] = s.goodput_gbps;
-	j["fct_ns"] = json{{"p50", percentile(s.fct, 0.5)},
+	double fct_sum = 0;
+	for (uint64_t f : s.fct)
+		fct_sum += double(f);
+	j["fct_ns"] = json{{"mean", s.fct.empty() ? 0.0 : fct_sum / double(s.fct.size())},
+			   {"p50", percentile(s.fct, 0.5)},
 			   {"p99", percentile(s.fct, 0.99)},
 			   {"max", s.fct.empty() ? 0 : s.fct.back()}};
 	j["slowdown"] = json{{"p50", percentile(s.sd, 0.5)},

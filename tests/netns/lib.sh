@@ -34,6 +34,11 @@ cleanup() {
 	# By name, not by file: write_topo runs inside $(...), a subshell, so it cannot record
 	# anything for this trap; everything a test brings up is named after TOPO_NAME.
 	"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null 2>&1 || true
+	# and any other topology named after it (a test that runs a second one, e.g. ${TOPO_NAME}b)
+	local t
+	for t in $("$QUENCH" topo show 2>/dev/null | sed -n "s/^topology \(${TOPO_NAME}[a-z0-9]*\) .*/\1/p"); do
+		"$QUENCH" topo down --name "$t" >/dev/null 2>&1 || true
+	done
 	rm -rf "$WORK"
 	exit $rc
 }

@@ -7,6 +7,8 @@
 # marked interrupted (summary.md, metadata.txt, the running scheme's validity.txt). The same for
 # `quench gen` on a topology it does not own: no frame 1 s after SIGINT, exit 130 within 10 s,
 # its JSON marked interrupted with what was delivered; the topology stays up for its owner.
+# SIGKILL: the run's topology stays up, `topo show` names it as orphaned, and the next
+# `quench run` takes it down first.
 # The checks can fail: before each signal the same counter is shown to grow over 1 s.
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "experiments need line-rate engines; not run under emulation (DESIGN.md §7)"
@@ -27,20 +29,24 @@ host_rx() { # packets the switch received from hosts so far; empty when the topo
 		jq '[.switches[0].ports[] | select(.role == "host") | .counters.rx_pkts] | add' 2>/dev/null || true
 }
 now() { date +%s.%N; }
+# wait_traffic PID LOG WHAT: until the switch has received more than 20000 packets from hosts
+# (more than calibration sends: the measured run is on), at most 60 s; sets n
+wait_traffic() {
+	n=0
+	for _ in $(seq 1 600); do
+		n=$(host_rx)
+		[ -n "$n" ] && [ "$n" -gt 20000 ] && return 0
+		kill -0 "$1" 2>/dev/null || fail "$3 ended before the signal: $(tail -5 "$2")"
+		sleep 0.1
+	done
+	fail "$3: no traffic after 60 s: $(tail -5 "$2")"
+}
 since() { jq -n "($(now) - $1) * 100 | round / 100"; }
 
 "$QUENCH" run "$WORK/long.exp" --name "$TOPO_NAME" --out "$WORK/r" --quiet >"$WORK/run.out" 2>&1 &
 pid=$!
 BG_PIDS+=("$pid")
-# wait for the measured run: more host packets than calibration sends (about 600)
-n=0
-for _ in $(seq 1 600); do
-	n=$(host_rx)
-	[ -n "$n" ] && [ "$n" -gt 20000 ] && break
-	kill -0 "$pid" 2>/dev/null || fail "quench run ended before the signal: $(tail -5 "$WORK/run.out")"
-	sleep 0.1
-done
-[ -n "$n" ] && [ "$n" -gt 20000 ] || fail "no traffic after 60 s: $(tail -5 "$WORK/run.out")"
+wait_traffic "$pid" "$WORK/run.out" "quench run"
 sleep 1
 n2=$(host_rx)
 [ -n "$n2" ] && [ "$n2" -gt "$n" ] || fail "the host packet counter did not grow during the run ($n -> $n2): the check could not see traffic"
@@ -91,13 +97,7 @@ run_last=$last_change run_gone=$gone
 	>"$WORK/gen.json" 2>"$WORK/gen.txt" &
 pid=$!
 BG_PIDS+=("$pid")
-n=0
-for _ in $(seq 1 300); do
-	n=$(host_rx)
-	[ -n "$n" ] && [ "$n" -gt 20000 ] && break
-	kill -0 "$pid" 2>/dev/null || fail "quench gen ended before the signal: $(tail -5 "$WORK/gen.txt")"
-	sleep 0.1
-done
+wait_traffic "$pid" "$WORK/gen.txt" "quench gen"
 sleep 1
 n2=$(host_rx)
 [ -n "$n2" ] && [ "$n2" -gt "$n" ] || fail "gen: the host packet counter did not grow ($n -> $n2)"
@@ -134,4 +134,31 @@ delivered=$(jq '.counters["host.rx_data_bytes"]' "$WORK/gen.json")
 grep -q "^interrupted by a signal" "$WORK/gen.txt" || fail "gen's text does not say interrupted"
 echo "gen after the signal: last host packet counted at ${last_change} s, ended at ${ended} s, exit 130, $delivered data bytes received and reported"
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
-pass "SIGINT: run: last host frame at ${run_last} s, topology down at ${run_gone} s, exit 130, partial results marked interrupted; gen: last host frame at ${last_change} s, exit 130 at ${ended} s, JSON marked interrupted"
+
+# SIGKILL cannot be caught: the run's topology stays up, `topo show` says its owner is gone, and
+# the next `quench run` takes it down before it starts (UpOptions::owned, orphaned_topologies).
+"$QUENCH" run "$WORK/long.exp" --name "$TOPO_NAME" --out "$WORK/k" --quiet >"$WORK/kill.out" 2>&1 &
+pid=$!
+BG_PIDS+=("$pid")
+wait_traffic "$pid" "$WORK/kill.out" "quench run (to be killed)"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+"$QUENCH" topo show | grep -qw "$TOPO_NAME" || fail "after SIGKILL the topology is gone: nothing to clean up, the check cannot see it"
+show=$("$QUENCH" topo show)
+grep -q "^note: topology $TOPO_NAME was brought up by a quench run that is gone" <<<"$show" ||
+	fail "topo show does not name the orphaned topology: $(grep -E '^(topology|note)' <<<"$show")"
+cat >"$WORK/short.exp" <<F
+name orphan
+topology $(cd "$(dirname "$0")/../../netns" && pwd)/star.topo
+param N=3
+schemes none
+workload incast dst=h1 senders=2 size=20KB
+attempts 1
+F
+"$QUENCH" run "$WORK/short.exp" --name "${TOPO_NAME}b" --out "$WORK/s" --dilation 50 --quiet >"$WORK/short.out" 2>&1 ||
+	fail "the next run failed: $(tail -5 "$WORK/short.out")"
+grep -q "taking down topology $TOPO_NAME, left up by a quench run that is gone" "$WORK/short.out" ||
+	fail "the next run did not say it removed the orphan: $(head -3 "$WORK/short.out")"
+! "$QUENCH" topo show | grep -qw "$TOPO_NAME" || fail "the orphaned topology is still up after the next run"
+echo "SIGKILL: the topology stayed up, topo show named it, the next run took it down"
+pass "SIGINT: run: last host frame at ${run_last} s, topology down at ${run_gone} s, exit 130, partial results marked interrupted; gen: last host frame at ${last_change} s, exit 130 at ${ended} s, JSON marked interrupted; SIGKILL: the next run removed the orphaned topology"

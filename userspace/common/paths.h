@@ -25,6 +25,8 @@ inline std::string cable_pin_dir(const std::string &topo, const std::string &ifn
 // The state file `topo up` writes last and `topo down` removes first: /run/quench/<topo>.topo
 inline std::string state_path(const std::string &topo) { return std::string(kStateDir) + "/" + topo + ".topo"; }
 inline std::string meta_path(const std::string &topo) { return std::string(kStateDir) + "/" + topo + ".meta"; }
+// The process that owns a topology (`quench run`): "PID STARTTIME" (/proc/PID/stat field 22).
+inline std::string owner_path(const std::string &topo) { return std::string(kStateDir) + "/" + topo + ".owner"; }
 inline std::string switchd_pid_path(const std::string &topo)
 {
 	return std::string(kStateDir) + "/" + topo + ".switchd.pid";

@@ -43,6 +43,26 @@ Status write_file(const std::string &path, const std::string &text)
 	return ok_status();
 }
 
+// "PID STARTTIME": a process's identity that a reused pid does not share (STARTTIME, field 22
+// of /proc/PID/stat, in clock ticks since boot); "" when the process does not exist.
+std::string process_identity(pid_t pid)
+{
+	std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+	std::string stat;
+	if (!f || !std::getline(f, stat))
+		return "";
+	// the command name (field 2) is in parentheses and may hold spaces: count after the last ')'
+	const size_t rp = stat.rfind(')');
+	if (rp == std::string::npos)
+		return "";
+	std::istringstream is(stat.substr(rp + 2));
+	std::string field;
+	for (int i = 3; i <= 22 && (is >> field); i++)
+		if (i == 22)
+			return std::to_string(pid) + " " + field;
+	return "";
+}
+
 Result<std::string> read_file(const std::string &path)
 {
 	std::ifstream f(path);
@@ -357,6 +377,10 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	// 7. the state file marks the topology complete; then the control process (PFC frames)
 	//    starts, reading it.
 	QN_TRY(write_file(meta_path(t.name), meta));
+	if (o.owned)
+		QN_TRY(write_file(owner_path(t.name), process_identity(getpid()) + "\n"));
+	else
+		unlink(owner_path(t.name).c_str());
 	QN_TRY(write_file(state_path(t.name), text));
 	char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -406,6 +430,7 @@ Status topo_down(const std::string &name)
 		st = pins;
 	unlink(state_path(name).c_str());
 	unlink(meta_path(name).c_str());
+	unlink(owner_path(name).c_str());
 	unlink(switchd_log_path(name).c_str());
 	return st;
 }
@@ -422,6 +447,25 @@ std::vector<std::string> running_topologies()
 		if (f.size() > 5 && f.substr(f.size() - 5) == ".topo")
 			out.push_back(f.substr(0, f.size() - 5));
 	std::sort(out.begin(), out.end());
+	return out;
+}
+
+std::vector<std::string> orphaned_topologies()
+{
+	std::vector<std::string> out;
+	for (const auto &n : running_topologies()) {
+		auto owner = read_file(owner_path(n));
+		if (!owner)
+			continue;
+		std::istringstream is(*owner);
+		long pid = 0;
+		is >> pid;
+		std::string id = *owner;
+		while (!id.empty() && (id.back() == '\n' || id.back() == ' '))
+			id.pop_back();
+		if (pid <= 0 || process_identity(pid_t(pid)) != id)
+			out.push_back(n);
+	}
 	return out;
 }
 

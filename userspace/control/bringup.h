@@ -21,6 +21,8 @@ struct UpOptions {
 	Dilation dilation;
 	bool attach_steering = true; // XDP steering on host veths
 	bool cables = true;          // delayed switch-to-switch links run through engine cables
+	bool owned = false;          // this process owns the topology (`quench run`): when it dies
+				     // without taking it down, orphaned_topologies() names it
 };
 
 // A cable: a switch-to-switch link with propagation delay, made of two veth pairs whose inner
@@ -64,6 +66,9 @@ Result<std::string> topo_show(const std::string &only = "");
 Result<Topology> load_running(const std::string &name);
 // Names of running topologies (state files).
 std::vector<std::string> running_topologies();
+// Running topologies whose owner process (UpOptions::owned) is gone: a `quench run` killed by
+// SIGKILL leaves its topology up; the next `quench run` takes such topologies down.
+std::vector<std::string> orphaned_topologies();
 // Dilation recorded by `up`.
 Result<Dilation> running_dilation(const std::string &name);
 

@@ -266,6 +266,7 @@ Status bring_up(ExperimentRun &r, double d)
 		return dl.error();
 	UpOptions uo;
 	uo.dilation = *dl;
+	uo.owned = true; // a run killed by SIGKILL leaves it up: the next run takes it down
 	QN_TRY(topo_up(r.topo, uo));
 	r.up = true;
 	r.d_now = d;

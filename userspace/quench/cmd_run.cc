@@ -154,6 +154,12 @@ int cmd_run(int argc, char **argv, int first)
 	ExperimentRun &c = *prepared;
 	if (a.link_credit >= 0)
 		c.eo.link_credit_frames = uint32_t(a.link_credit);
+	// topologies of runs that were killed (SIGKILL: no handler ran) go first
+	for (const auto &o : orphaned_topologies()) {
+		std::fprintf(stderr, "quench: run: taking down topology %s, left up by a quench run that is gone\n", o.c_str());
+		if (auto st = topo_down(o); !st.ok())
+			return die("run: topology " + o + " of a killed run: " + st.error().to_string());
+	}
 	for (const auto &r : running_topologies())
 		if (r == c.name)
 			return die("run: a topology named " + c.name + " is already up (give --name)");

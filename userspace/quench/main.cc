@@ -214,6 +214,10 @@ int cmd_topo(const Args &a)
 		if (!s)
 			return fail(s.error().to_string());
 		std::fputs(s->c_str(), stdout);
+		for (const auto &o : qn::orphaned_topologies())
+			std::printf("note: topology %s was brought up by a quench run that is gone (killed?): `quench topo down "
+				    "%s` or the next `quench run` removes it\n",
+				    o.c_str(), o.c_str());
 		return 0;
 	}
 	if (sub == "down" && a.all) {

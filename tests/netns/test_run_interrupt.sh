@@ -29,6 +29,18 @@ host_rx() { # packets the switch received from hosts so far; empty when the topo
 		jq '[.switches[0].ports[] | select(.role == "host") | .counters.rx_pkts] | add' 2>/dev/null || true
 }
 now() { date +%s.%N; }
+# observe V EL WHO: one sample V of host_rx at EL s after the signal: remember when it last
+# changed (last_change, prev); from 1 s on it must not change (after1)
+observe() {
+	if [ "$1" != "$prev" ]; then
+		last_change=$2
+		prev=$1
+	fi
+	if holds "$2 >= 1.0"; then
+		[ -n "$after1" ] || after1=$1
+		[ "$1" = "$after1" ] || fail "$3: a host sent frames more than 1 s after the signal ($after1 -> $1 at $2 s)"
+	fi
+}
 # wait_traffic PID LOG WHAT: until the switch has received more than 20000 packets from hosts
 # (more than calibration sends: the measured run is on), at most 60 s; sets n
 wait_traffic() {
@@ -62,14 +74,7 @@ while :; do
 		gone=$el
 		break
 	fi
-	if [ "$v" != "$prev" ]; then
-		last_change=$el
-		prev=$v
-	fi
-	if holds "$el >= 1.0"; then
-		[ -n "$after1" ] || after1=$v
-		[ "$v" = "$after1" ] || fail "a host sent frames more than 1 s after the signal ($after1 -> $v at ${el} s)"
-	fi
+	observe "$v" "$el" "quench run"
 	holds "$el >= 10" && fail "the topology is still up 10 s after the signal"
 	sleep 0.1
 done
@@ -108,14 +113,7 @@ while :; do
 	el=$(since "$t0")
 	v=$(host_rx)
 	[ -n "$v" ] || fail "gen took the topology down"
-	if [ "$v" != "$prev" ]; then
-		last_change=$el
-		prev=$v
-	fi
-	if holds "$el >= 1.0"; then
-		[ -n "$after1" ] || after1=$v
-		[ "$v" = "$after1" ] || fail "gen: a host sent frames more than 1 s after the signal ($after1 -> $v at ${el} s)"
-	fi
+	observe "$v" "$el" "quench gen"
 	if ! kill -0 "$pid" 2>/dev/null; then
 		[ -n "$ended" ] || ended=$el
 		# watch the counter for 1.5 s after the signal, even when gen ended earlier

@@ -229,12 +229,10 @@ void print_hosts(Engine &e)
 // `gen --format json`: the run's figures with exact integers (docs/cli.md "gen"): counters by
 // name (qp.*, host.* summed, and per host), FCT and slowdown percentiles, the first completion,
 // queues, validity and fidelity.
-std::string gen_json(const GenArgs &g, Engine &e, const RunReport &rep, const std::vector<FlowSpec> &flows)
+std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, const std::vector<FlowSpec> &flows)
 {
 	using json = nlohmann::ordered_json;
-	qn::SchemeResult s; // the experiment library's figures from the same report
-	s.rep = rep;
-	qn::summarize_flows(s, flows.size());
+	const RunReport &rep = s.rep;
 	json j;
 	j["topology"] = g.topo;
 	j["pattern"] = g.pattern;
@@ -420,37 +418,19 @@ int cmd_gen(int argc, char **argv, int first)
 			    fmt_ns(rep->elapsed_ns).c_str());
 	std::fprintf(g_txt, "cc %s; switch PFC %s\n", rep->cc_describe.c_str(),
 		    g.keep_switch ? "as set" : (sch->lossless() ? "on" : "off"));
-	std::vector<uint64_t> fct;
-	size_t done = 0, bad = 0;
-	uint64_t bytes = 0;
-	for (const auto &f : rep->flows) {
-		if (f.done) {
-			done++;
-			fct.push_back(f.fct_ns);
-			bytes += f.spec.size;
-		}
-		if (f.done && !f.content_ok)
-			bad++;
-	}
-	std::sort(fct.begin(), fct.end());
-	auto pct = [&](double p) { return fct.empty() ? 0 : fct[std::min(fct.size() - 1, size_t(p * double(fct.size())))]; };
+	// the experiment library's figures (control/runner.h summarize_flows), for the text and JSON
+	qn::SchemeResult s;
+	s.rep = *rep;
+	qn::summarize_flows(s, flows.size());
+	const size_t done = s.done, bad = s.bad;
 	std::fprintf(g_txt, "flows done %zu/%zu, content errors %zu, corrupt messages %llu\n", done, flows.size(), bad,
 		    static_cast<unsigned long long>(rep->corrupt_msgs));
-	std::fprintf(g_txt, "fct p50 %s  p99 %s  max %s (fabric)\n", fmt_ns(pct(0.5)).c_str(), fmt_ns(pct(0.99)).c_str(),
-		    fmt_ns(fct.empty() ? 0 : fct.back()).c_str());
-	{
-		std::vector<double> sd;
-		for (const auto &f : rep->flows)
-			if (f.done && f.standalone_ns)
-				sd.push_back(f.slowdown());
-		std::sort(sd.begin(), sd.end());
-		auto sp = [&](double p) { return sd.empty() ? 0.0 : sd[std::min(sd.size() - 1, size_t(p * double(sd.size())))]; };
-		std::fprintf(g_txt, "slowdown p50 %.2f  p99 %.2f  max %.2f (FCT / standalone FCT, common.md §4)\n", sp(0.5), sp(0.99),
-			    sd.empty() ? 0.0 : sd.back());
-	}
-	double secs = double(rep->elapsed_ns) / 1e9;
+	std::fprintf(g_txt, "fct p50 %s  p99 %s  max %s (fabric)\n", fmt_ns(percentile(s.fct, 0.5)).c_str(),
+		     fmt_ns(percentile(s.fct, 0.99)).c_str(), fmt_ns(s.fct.empty() ? 0 : s.fct.back()).c_str());
+	std::fprintf(g_txt, "slowdown p50 %.2f  p99 %.2f  max %.2f (FCT / standalone FCT, common.md §4)\n",
+		     percentile(s.sd, 0.5), percentile(s.sd, 0.99), s.sd.empty() ? 0.0 : s.sd.back());
 	std::fprintf(g_txt, "goodput %.3f Gbit/s over %s (fabric), packets %llu, retransmitted %llu, timeouts %llu, duplicates %llu\n",
-		    secs > 0 ? double(bytes) * 8 / secs / 1e9 : 0.0, fmt_ns(rep->elapsed_ns).c_str(),
+		    s.goodput_gbps, fmt_ns(rep->elapsed_ns).c_str(),
 		    static_cast<unsigned long long>(rep->tx_pkts), static_cast<unsigned long long>(rep->retx_pkts),
 		    static_cast<unsigned long long>(rep->timeouts), static_cast<unsigned long long>(rep->dup_pkts));
 	print_hosts(e);
@@ -463,10 +443,9 @@ int cmd_gen(int argc, char **argv, int first)
 			if (f.done && f.standalone_ns && !f.tagged)
 				sd.push_back(f.slowdown());
 		std::sort(sd.begin(), sd.end());
-		auto sp = [&](double p) { return sd.empty() ? 0.0 : sd[std::min(sd.size() - 1, size_t(p * double(sd.size())))]; };
 		char un[64] = "none untagged";
 		if (!sd.empty())
-			std::snprintf(un, sizeof(un), "p50 %.2f p99 %.2f", sp(0.5), sp(0.99));
+			std::snprintf(un, sizeof(un), "p50 %.2f p99 %.2f", percentile(sd, 0.5), percentile(sd, 0.99));
 		std::fprintf(g_txt, "fidelity: %llu affected periods, %.2f%% of fabric time; touched flows %zu/%zu (%.1f%% of bytes); "
 			    "tagged flows %zu/%zu (%.1f%% of bytes); untagged slowdown %s\n",
 			    static_cast<unsigned long long>(fr.periods), 100 * fr.time_affected_frac, fr.flows_touched,
@@ -475,17 +454,13 @@ int cmd_gen(int argc, char **argv, int first)
 	}
 	for (const auto &qs : e.queue_series()) {
 		std::vector<uint64_t> v;
-		double sum = 0;
-		for (const auto &[t, b] : qs.samples) {
+		for (const auto &[t, b] : qs.samples)
 			v.push_back(b);
-			sum += double(b);
-		}
-		std::sort(v.begin(), v.end());
-		auto q = [&](double p) { return v.empty() ? 0 : v[std::min(v.size() - 1, size_t(p * double(v.size())))]; };
+		const SeriesStats st = series_stats(v);
 		std::fprintf(g_txt, "queue %s: samples %zu every %s, mean %.0f B, p50 %llu B, p99 %llu B, max %llu B\n",
-			    qs.label.c_str(), v.size(), format_time(g.queue_interval_ns).c_str(),
-			    v.empty() ? 0.0 : sum / double(v.size()), static_cast<unsigned long long>(q(0.5)),
-			    static_cast<unsigned long long>(q(0.99)), static_cast<unsigned long long>(v.empty() ? 0 : v.back()));
+			    qs.label.c_str(), st.samples, format_time(g.queue_interval_ns).c_str(), st.mean,
+			    static_cast<unsigned long long>(st.p50), static_cast<unsigned long long>(st.p99),
+			    static_cast<unsigned long long>(st.max));
 	}
 	if (!g.queue_out.empty()) {
 		std::ofstream o(g.queue_out);
@@ -525,7 +500,7 @@ int cmd_gen(int argc, char **argv, int first)
 			  << ',' << f.standalone_ns << ',' << f.slowdown() << ',' << (f.tagged ? 1 : 0) << ',' << f.affected_frac << ',' << (f.touched ? 1 : 0) << '\n';
 	}
 	if (g.format == "json")
-		std::printf("%s", gen_json(g, e, *rep, flows).c_str());
+		std::printf("%s", gen_json(g, e, s, flows).c_str());
 	if (rep->interrupted)
 		return 130;
 	return done == flows.size() && bad == 0 && rep->corrupt_msgs == 0 ? 0 : 3;

@@ -17,4 +17,20 @@ static __always_inline void qn_ip_decrease_ttl(struct iphdr *ip)
 	ip->ttl--;
 }
 
+/* qn_ipv4_csum - the header checksum of a 20-byte IPv4 header (its check field zeroed first). */
+static __always_inline __u16 qn_ipv4_csum(struct iphdr *ip)
+{
+	__u16 *w = (__u16 *)ip;
+	__u32 sum = 0;
+	int i;
+
+	ip->check = 0;
+#pragma unroll
+	for (i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	return (__u16)~sum;
+}
+
 #endif /* QN_CSUM_H */

@@ -15,18 +15,18 @@
 #define QN_ECN_CE 0x3
 
 /* Return: 1 when the RED profile marks a packet at queue depth q (bytes). */
-static __always_inline int qn_red_decide(const struct qn_swcfg *cfg, __u64 q)
+static __always_inline int qn_red_decide(const struct qn_set_red *red, __u64 q)
 {
 	__u64 span, p_ppm;
 
-	if (q <= cfg->ecn_kmin_bytes)
+	if (q <= red->kmin_bytes)
 		return 0;
-	if (q > cfg->ecn_kmax_bytes)
+	if (q > red->kmax_bytes)
 		return 1;
-	span = cfg->ecn_kmax_bytes - cfg->ecn_kmin_bytes;
+	span = red->kmax_bytes - red->kmin_bytes;
 	if (!span)
 		return 1;
-	p_ppm = (q - cfg->ecn_kmin_bytes) * cfg->ecn_pmax_ppm / span;
+	p_ppm = (q - red->kmin_bytes) * red->pmax_ppm / span;
 	return bpf_get_prandom_u32() % 1000000 < p_ppm;
 }
 

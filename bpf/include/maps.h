@@ -65,13 +65,13 @@ struct {
 	__type(value, __s64);
 } qn_buffer SEC(".maps");
 
-/* qn_qdepth_override: per port, tests only. */
+/* qn_test_qdepth: per port, fixed egress depths; read only with the qdepth test knob. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, QN_MAX_PORTS);
 	__type(key, __u32);
-	__type(value, struct qn_qdepth_override);
-} qn_qdepth_override SEC(".maps");
+	__type(value, struct qn_test_qdepth);
+} qn_test_qdepth SEC(".maps");
 
 /* qn_dev_port: egress net_device pointer -> port_no, so the system-wide dequeue tracepoint
  * recognises this switch's ports. */
@@ -109,5 +109,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } qn_recirc SEC(".maps");
+
+/* qn_sig_ring: side values of requested signals, by sequence number (qn_abi.h "typed
+ * recirculation signals"); qn_sig_seq (.bss) numbers the requests. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, QN_SIG_RING);
+	__type(key, __u32);
+	__type(value, struct qn_sig_entry);
+} qn_sig_ring SEC(".maps");
 
 #endif /* QN_MAPS_H */

@@ -87,25 +87,33 @@ enum qn_port_role {
 	QN_ROLE_SWITCH = 2, /* faces another switch */
 };
 
-/* ---- verdict/drop reasons (decoded by userspace/common/abi.cc qn_drop_reason_name) ---- */
+/* ---- verdict/drop reasons ----
+ * QN_DROP_REASONS(X): X(ID, name, doc), in enum order. The enum (QN_DROP_<ID>), C++'s
+ * drop_reason_name() ("drops.<name>" counters) and docs/switch.md's table follow from it: a new
+ * reason is one line here. */
+#define QN_DROP_REASONS(X) \
+	X(NONE, none, "not dropped") \
+	X(TRUNCATED, truncated, "frame shorter than the headers it announces") \
+	X(NOT_IPV4, not_ipv4, "ARP, IPv6, LLDP...: this switch routes IPv4 only") \
+	X(BAD_IP, bad_ip, "IPv4 version/IHL/total length inconsistent") \
+	X(TTL, ttl, "TTL would reach 0") \
+	X(NO_ROUTE, no_route, "no forwarding entry for the destination") \
+	X(UNKNOWN_PORT, unknown_port, "ingress ifindex not in qn_ports") \
+	X(HOST_BTS, host_bts, "BTS arriving from a host") \
+	X(HOST_POSTCARD, host_postcard, "postcard arriving from a host") \
+	X(HOST_PFC, host_pfc, "PFC/PAUSE frame arriving from a host") \
+	X(MALFORMED_ROCE, malformed_roce, "UDP 4791 without a full BTH") \
+	X(VLAN_DEPTH, vlan_depth, "more than QN_VLAN_MAX_DEPTH tags") \
+	X(PFC_FRAME, pfc_frame, "PFC from a switch: consumed (switch-to-switch PFC is issue 24)") \
+	X(REDIRECT, redirect, "bpf_redirect refused the egress ifindex") \
+	X(BUFFER, buffer, "shared-buffer admission (dynamic threshold) refused it") \
+	X(INJECTED, injected, "random loss injected by the loss test knob")
+
 enum qn_drop_reason {
-	QN_DROP_NONE = 0,
-	QN_DROP_TRUNCATED = 1,      /* frame shorter than the headers it announces */
-	QN_DROP_NOT_IPV4 = 2,       /* ARP, IPv6, LLDP...: this switch routes IPv4 only */
-	QN_DROP_BAD_IP = 3,         /* IPv4 version/IHL/total length inconsistent */
-	QN_DROP_TTL = 4,            /* TTL would reach 0 */
-	QN_DROP_NO_ROUTE = 5,       /* no forwarding entry for the destination */
-	QN_DROP_UNKNOWN_PORT = 6,   /* ingress ifindex not in qn_ports */
-	QN_DROP_HOST_BTS = 7,       /* BTS arriving from a host */
-	QN_DROP_HOST_POSTCARD = 8,  /* postcard arriving from a host */
-	QN_DROP_HOST_PFC = 9,       /* PFC/PAUSE frame arriving from a host */
-	QN_DROP_MALFORMED_ROCE = 10,/* UDP 4791 without a full BTH */
-	QN_DROP_VLAN_DEPTH = 11,    /* more than QN_VLAN_MAX_DEPTH tags */
-	QN_DROP_PFC_FRAME = 12,     /* PFC from a switch: consumed (enforcement arrives with issue 4) */
-	QN_DROP_REDIRECT = 13,      /* bpf_redirect refused the egress ifindex */
-	QN_DROP_BUFFER = 14,        /* shared-buffer admission (dynamic threshold) refused it */
-	QN_DROP_INJECTED = 15,      /* random loss injected by the loss_ppm setting */
-	QN_DROP_MAX = 16,
+#define QN_X_ENUM(id, name, doc) QN_DROP_##id,
+	QN_DROP_REASONS(QN_X_ENUM)
+#undef QN_X_ENUM
+	QN_DROP_MAX
 };
 
 /* ---- packet classes, as the parser sees them ---- */
@@ -149,23 +157,38 @@ struct qn_fib_val {
 	struct qn_nexthop nh[QN_MAX_NEXTHOPS];
 };
 
-/* qn_port_stats: per-CPU array indexed by port_no; counts what entered on that port
- * (rx_*), what left through it (tx_*, counted at forwarding time) and drops by reason. */
+/* qn_port_stats: per-CPU array indexed by port_no; counts what entered on that port (rx_*), what
+ * left through it (tx_*, counted at its egress hook), what its stages did and drops by reason.
+ *
+ * QN_PORT_COUNTERS(X): X(name, column, doc), one per __u64 field in layout order. `column` is
+ * the header of the counter's column in `quench switch stats` ("" = not a column: the counter is
+ * printed on the port's detail line when non-zero). The struct, the per-CPU sum, the counters'
+ * names (JSON, summary reports, `switch.NAME` in experiments) and the table follow from it: a
+ * new counter is one line here plus the stage that counts it. Append only (the layout is ABI). */
+#define QN_PORT_COUNTERS(X) \
+	X(rx_pkts, "rx_pkts", "frames that entered on this port") \
+	X(rx_bytes, "rx_bytes", "their bytes") \
+	X(tx_pkts, "tx_pkts", "frames that left through this port (its egress hook)") \
+	X(tx_bytes, "tx_bytes", "their bytes") \
+	X(tx_ctrl_pkts, "tx_ctrl", "of them, classified into the control class") \
+	X(tx_data_pkts, "tx_data", "of them, classified into the data class") \
+	X(rx_nonlinear, "", "frames whose headers were not in the linear area (pulled)") \
+	X(ecn_marked, "ecn_ce", "ECT packets this switch set CE on, toward this port") \
+	X(ecn_ect, "ecn_ect", "ECT data packets toward this port (marking candidates)") \
+	X(pfc_xoff_sent, "xoff", "XOFF events for this port's peer (first XOFF of a pause)") \
+	X(pfc_xon_sent, "xon", "XON events for this port's peer") \
+	X(pfc_rx, "pfc_rx", "PFC/PAUSE frames received on this port") \
+	X(paused_wall_ns, "", "wall ns this port's peer was held paused by us (closed pauses)") \
+	X(mirrored, "", "copies sent to the recirculation builder from this port") \
+	X(sig_echo, "", "echo signals built for packets that entered on this port") \
+	X(sig_bts, "", "BTS built for packets that entered on this port") \
+	X(sig_postcard, "", "CC-postcards built for packets that entered on this port") \
+	X(sig_lost, "", "signal requests the builder could not make (value entry gone, no route, bad frame)")
+
 struct qn_port_stats {
-	__u64 rx_pkts;
-	__u64 rx_bytes;
-	__u64 tx_pkts;
-	__u64 tx_bytes;
-	__u64 tx_ctrl_pkts;   /* packets classified into the control class at egress */
-	__u64 tx_data_pkts;   /* packets classified into the data class at egress */
-	__u64 rx_nonlinear;   /* frames whose headers were not in the linear area (pulled) */
-	__u64 ecn_marked;     /* egress: ECT packets this switch set CE on, toward this port */
-	__u64 ecn_ect;        /* egress: ECT packets seen toward this port (marking candidates) */
-	__u64 pfc_xoff_sent;  /* ingress: XOFF events for this port's peer (first XOFF of a pause) */
-	__u64 pfc_xon_sent;   /* ingress: XON events for this port's peer */
-	__u64 pfc_rx;         /* PFC/PAUSE frames received on this port */
-	__u64 paused_ns;      /* wall ns this port's peer was held paused by us (closed pauses) */
-	__u64 mirrored;       /* copies sent to the recirculation device from this port */
+#define QN_X_FIELD(name, column, doc) __u64 name;
+	QN_PORT_COUNTERS(QN_X_FIELD)
+#undef QN_X_FIELD
 	__u64 drops[QN_DROP_MAX];
 };
 
@@ -174,7 +197,7 @@ struct qn_cfg {
 	__u32 switch_id;      /* unique per topology; diagnostics and signal reporter ids */
 	__u32 ecmp_seed;      /* hash seed, distinct per switch to avoid ECMP polarisation */
 	__u32 dilation_milli; /* D x 1000; BPF converts bpf_ktime_get_ns() to fabric ns with it */
-	__u32 pad;
+	__u32 addr_be;        /* the switch's IPv4 address (source of the signals it originates) */
 	__u64 sample_interval_wall_ns; /* queue samples at most this often per port (fabric x D) */
 };
 
@@ -194,27 +217,49 @@ enum qn_queue_mode {
 	QN_QMODE_VIRTUAL = 2, /* bytes in - wall rate x time (the fallback, forced) */
 };
 
-/* qn_swcfg: single-entry ARRAY, the switch's run-time configuration (written by the control
- * plane; read on every packet). Sizes in bytes, fractions in millionths. */
-struct qn_swcfg {
-	__u64 buffer_bytes;     /* shared buffer B */
+/* qn_swcfg: single-entry ARRAY, the switch's run-time settings (written by the control plane,
+ * read on every packet), one sub-struct per feature. User space sets every field through one key
+ * table (userspace/control/swcfg.cc); docs/switch.md "Settings". Sizes in bytes, fractions in
+ * millionths (ppm), flags 0/1, times in fabric ns (qn_wall_ns() converts with the running D). A
+ * scheme appends its own sub-struct at the end. */
+struct qn_set_buffer {
+	__u64 bytes;            /* shared buffer B */
 	__u32 alpha_data_ppm;   /* dynamic threshold alpha of the data class (1e6 = 1.0) */
 	__u32 alpha_ctrl_ppm;   /* ... of the control class */
 	__u32 admission;        /* 1 = enforce the dynamic threshold */
 	__u32 queue_mode;       /* enum qn_queue_mode */
-	__u32 ecn;              /* 1 = RED/ECN marking on */
-	__u32 ecn_pmax_ppm;     /* marking probability at Kmax */
-	__u64 ecn_kmin_bytes;
-	__u64 ecn_kmax_bytes;
-	__u32 pfc;              /* 1 = edge PFC on host-facing ports */
-	__u32 pfc_quanta;       /* quanta in XOFF frames */
-	__u64 pfc_xoff_bytes;   /* per (ingress port, priority) */
-	__u64 pfc_xon_bytes;    /* resume threshold */
-	__u32 mirror_dport;     /* recirculation test trigger: UDP dport to mirror (0 = off) */
-	__u32 loss_ppm;         /* injected random loss of RoCE data packets (1e6 = all), tests */
-	__u32 ecn_dequeue;      /* 1 = RED decided at dequeue on the queue behind the packet, applied
-	                         * by the next hop (qn_dqmarks); 0 = at enqueue (docs/switch.md) */
-	__u32 pad0;
+};
+struct qn_set_red {
+	__u32 on;               /* 1 = RED/ECN marking of the data class */
+	__u32 at_dequeue;       /* 1 = decided at dequeue on the queue behind the packet, applied by
+	                         * the next hop (qn_dqmarks); 0 = at enqueue (docs/switch.md) */
+	__u32 pmax_ppm;         /* marking probability at Kmax */
+	__u32 pad;
+	__u64 kmin_bytes;
+	__u64 kmax_bytes;
+};
+struct qn_set_pfc {
+	__u32 on;               /* 1 = edge PFC on host-facing ports */
+	__u32 quanta;           /* quanta in XOFF frames */
+	__u64 xoff_bytes;       /* per (ingress port, priority) */
+	__u64 xon_bytes;        /* resume threshold */
+};
+/* Test knobs. `on` is derived by the control plane (1 when any other field is non-zero): one
+ * check keeps every knob off the per-packet path when none is set. */
+struct qn_set_test {
+	__u32 on;
+	__u32 mirror_dport;     /* packets to this UDP dport trigger signal `mirror_signal` (0 = off) */
+	__u32 mirror_signal;    /* that trigger's signal: QN_SIG_ECHO + mirror_signal (0 echo, 1 BTS,
+	                         * 2 postcard) */
+	__u32 loss_ppm;         /* injected random loss of RoCE data packets (1e6 = all) */
+	__u32 qdepth;           /* 1 = egress depths come from qn_test_qdepth (TEST_RUN has no qdisc) */
+	__u32 pad;
+};
+struct qn_swcfg {
+	struct qn_set_buffer buffer;
+	struct qn_set_red red;
+	struct qn_set_pfc pfc;
+	struct qn_set_test test;
 };
 
 /* qn_dqmarks: LRU hash shared by every switch and host steering program of a topology (pinned
@@ -243,8 +288,9 @@ struct qn_qstate {
 	__u64 last_sample_ns;   /* wall ns of the last queue sample posted */
 };
 
-/* qn_qdepth_override: ARRAY by port_no; tests only (BPF_PROG_TEST_RUN has no real qdisc). */
-struct qn_qdepth_override {
+/* qn_test_qdepth: ARRAY by port_no, read only with qn_set_test.qdepth (BPF_PROG_TEST_RUN has no
+ * real qdisc). */
+struct qn_test_qdepth {
 	__u32 valid;
 	__u32 pkts;
 	__u64 bytes;
@@ -323,10 +369,65 @@ struct qn_fid_event {
 	__u32 dir;              /* enum qn_fid_dir */
 };
 
-/* Recirculation: the copy sent to the recirculation device carries this mark. */
+/* ---- typed recirculation signals (docs/switch.md "Signals and the builder") ----
+ * A stage that wants a signal for the packet in hand takes the next sequence number, writes the
+ * values it computed into qn_sig_ring[seq % QN_SIG_RING] and asks the top-level program for a
+ * copy to the recirculation device carrying QN_SIG_MARK(type, seq) in skb->mark. The builder
+ * (recirc.h) takes the entry whose `mark` equals the copy's mark, so two packets' requests never
+ * share a slot however the copies interleave; an entry overwritten before its copy arrived
+ * (QN_SIG_RING requests in between) is counted as sig_lost, never built from another's values. */
+enum qn_sig_type {
+	QN_SIG_NONE = 0,
+	QN_SIG_ECHO = 1,        /* test: trimmed echo to the sender (QN_ECHO_UDP_PORT) */
+	QN_SIG_BTS = 2,         /* SFC back-to-sender signal (struct qn_bts) */
+	QN_SIG_POSTCARD = 3,    /* PB-FS CC-postcard (struct qn_postcard) */
+	QN_SIG_MAX = 4,
+};
+/* The copy's mark: 0x5A (31..24) | type (23..20) | ingress port_no (19..15) | seq (14..0). */
 #define QN_MARK_RECIRC 0x5A000000u
+#define QN_SIG_TYPE_SHIFT 20
+#define QN_SIG_PORT_SHIFT 15
+#define QN_SIG_SEQ_MASK 0x00007FFFu
+#define QN_SIG_MARK(type, port, seq) (QN_MARK_RECIRC | (((type) & 0xFu) << QN_SIG_TYPE_SHIFT) | \
+				      (((port) & (QN_MAX_PORTS - 1u)) << QN_SIG_PORT_SHIFT) | ((seq) & QN_SIG_SEQ_MASK))
+#define QN_SIG_TYPE(mark) (((mark) >> QN_SIG_TYPE_SHIFT) & 0xF)
+#define QN_SIG_PORT(mark) (((mark) >> QN_SIG_PORT_SHIFT) & (QN_MAX_PORTS - 1))
+#define QN_SIG_RING 1024        /* a power of two dividing QN_SIG_SEQ_MASK + 1 */
+#define QN_SIGS_PER_PKT 2       /* signals one packet may trigger (e.g. a BTS and a postcard) */
+
+/* Side values of a BTS (sfc.md §3.2): the stage decides them, the builder writes them. */
+struct qn_sig_bts_vals {
+	__u32 pause_us;         /* fabric microseconds, clamped to 65535 by the builder */
+	__u8 origin;            /* enum qn_bts_origin */
+	__u8 cacheable;         /* the congested port faces a host */
+	__u16 pad;
+};
+/* Side values of a CC-postcard (pbfs.md §5). */
+struct qn_sig_postcard_vals {
+	__u32 i_p;
+	__u32 q1;
+	__u32 rate_mbps;
+	__u32 recent_bytes;
+	__u32 recent_marked_bytes;
+	__u32 pad;
+	__u64 t0_ns;
+};
+struct qn_sig_entry {
+	__u32 mark;             /* QN_SIG_MARK() of the request; 0 = free or consumed */
+	__u32 eport;            /* egress port_no the packet was forwarded to (the reporter's queue) */
+	__u32 eifindex;         /* its ifindex (the postcard's sID is that port's MAC) */
+	__u32 pad;
+	union {
+		struct qn_sig_bts_vals bts;
+		struct qn_sig_postcard_vals postcard;
+		__u64 raw[4];
+	} v;
+};
+
 #define QN_ECHO_UDP_PORT 4794      /* the test format the builder makes (a trimmed echo) */
 #define QN_ECHO_LEN (QN_ETH_HLEN + QN_IPV4_HLEN + QN_UDP_HLEN + QN_BTH_LEN)
+#define QN_BTS_LEN (QN_ETH_HLEN + QN_IPV4_HLEN + QN_UDP_HLEN + 48)
+#define QN_POSTCARD_LEN (QN_ETH_HLEN + QN_IPV4_HLEN + QN_UDP_HLEN + 56)
 
 /*
  * Arrival stamp the host/cable XDP programs put in the XDP metadata area in front of every frame

@@ -12,15 +12,8 @@
 #ifndef QN_QUEUE_H
 #define QN_QUEUE_H
 
-#include "bpf_common.h"
-#include "maps.h"
-
-static __always_inline struct qn_swcfg *qn_swcfg_get(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&qn_swcfg, &zero);
-}
+#include "pipeline.h"
+#include "testknob.h"
 
 /* Wall-clock rate of a port: its fabric rate / D. */
 static __always_inline __u64 qn_wall_rate_bps(const struct qn_port *port, __u32 dilation_milli)
@@ -62,21 +55,13 @@ static __always_inline void qn_vq_drain(struct qn_qstate *qs, __u64 rate_bps, __
 }
 
 /*
- * qn_queue_depth - the egress queue of port `port_no` as this packet would find it.
- * Return: 0 for a real qdisc read, 1 for the virtual queue, 2 for a test override.
+ * qn_queue_depth - the egress queue as this packet would find it.
+ * Return: 0 for a real qdisc read, 1 for the virtual queue.
  */
-static __always_inline int qn_queue_depth(__u32 port_no, struct qn_qstate *qs, const struct qn_swcfg *cfg,
-					  __u64 rate_bps, __u64 burst, __u64 now, __u64 *bytes, __u64 *pkts,
-					  __s64 *tokens)
+static __always_inline int qn_queue_depth(struct qn_qstate *qs, const struct qn_swcfg *cfg, __u64 rate_bps,
+					  __u64 burst, __u64 now, __u64 *bytes, __u64 *pkts, __s64 *tokens)
 {
-	struct qn_qdepth_override *ov = bpf_map_lookup_elem(&qn_qdepth_override, &port_no);
-
-	if (ov && ov->valid) {
-		*bytes = ov->bytes;
-		*pkts = ov->pkts;
-		return 2;
-	}
-	if (cfg->queue_mode != QN_QMODE_VIRTUAL && qs->dev) {
+	if (cfg->buffer.queue_mode != QN_QMODE_VIRTUAL && qs->dev) {
 		struct net_device *dev = (struct net_device *)qs->dev;
 		struct Qdisc *q = BPF_CORE_READ(dev, qdisc);
 
@@ -107,11 +92,11 @@ static __always_inline int qn_admit(const struct qn_swcfg *cfg, __u64 depth, __u
 	__s64 *used = bpf_map_lookup_elem(&qn_buffer, &zero);
 	__u64 free_bytes, limit, alpha;
 
-	if (!cfg->admission || !used)
+	if (!cfg->buffer.admission || !used)
 		return 1;
-	free_bytes = *used > 0 && (__u64)*used < cfg->buffer_bytes ? cfg->buffer_bytes - *used :
-		     (*used > 0 ? 0 : cfg->buffer_bytes);
-	alpha = ctrl ? cfg->alpha_ctrl_ppm : cfg->alpha_data_ppm;
+	free_bytes = *used > 0 && (__u64)*used < cfg->buffer.bytes ? cfg->buffer.bytes - *used :
+		     (*used > 0 ? 0 : cfg->buffer.bytes);
+	alpha = ctrl ? cfg->buffer.alpha_ctrl_ppm : cfg->buffer.alpha_data_ppm;
 	limit = free_bytes / 1000 * alpha / 1000;
 	return depth + len <= limit;
 }
@@ -137,6 +122,54 @@ static __always_inline void qn_charge(struct qn_qstate *qs, __u32 len, int vq_us
 	qs->vq_bytes = vq;
 	qs->vq_tokens = tokens;
 	qs->vq_last_ns = now;
+}
+
+/* Queue stage: the egress queue's depth ahead of this packet (real qdisc, virtual queue, or the
+ * qdepth test knob), its peak. Return: 0. */
+static __always_inline __u32 qn_stage_queue(struct qn_ctx *c)
+{
+	const struct qn_swcfg *cfg = c->cfg;
+	struct qn_qstate *qs = c->qs;
+	__u64 rate = 0, burst = 0;
+
+	if (!cfg || !qs)
+		return 0;
+	if (cfg->test.on && qn_test_depth(c)) {
+		c->qsrc = 2;
+	} else {
+		if (cfg->buffer.queue_mode == QN_QMODE_VIRTUAL || !qs->dev) {
+			__u32 eif = c->nh->ifindex;
+			struct qn_port *ep = bpf_map_lookup_elem(&qn_ports, &eif);
+
+			if (ep) {
+				rate = qn_wall_rate_bps(ep, qn_cfg.dilation_milli);
+				burst = ep->burst_bytes;
+			}
+		}
+		c->qsrc = qn_queue_depth(qs, cfg, rate, burst, c->now, &c->depth_b, &c->depth_p, &c->tokens);
+	}
+	qs->last_bytes = c->depth_b;
+	qs->last_pkts = c->depth_p;
+	qn_peak(qs, c->depth_b);
+	return 0;
+}
+
+/* Admission stage: the dynamic threshold. Return: 0 or QN_DROP_BUFFER. */
+static __always_inline __u32 qn_stage_admit(struct qn_ctx *c)
+{
+	if (!c->cfg || !c->qs)
+		return 0;
+	return qn_admit(c->cfg, c->depth_b, c->len, qn_is_ctrl(&c->p)) ? 0 : QN_DROP_BUFFER;
+}
+
+/* Account an admitted packet (released by the dequeue hook, dequeue.h) and tag it for the hook:
+ * QN_MARK_MAGIC | ingress port_no << 16 | prio << 8. */
+static __always_inline void qn_stage_charge(struct qn_ctx *c)
+{
+	if (!c->cfg || !c->qs)
+		return;
+	qn_charge(c->qs, c->len, c->qsrc == 1, c->depth_b, c->tokens, c->now);
+	c->skb->mark = QN_MARK_MAGIC | (c->in_port << QN_MARK_PORT_SHIFT) | (c->prio << QN_MARK_PRIO_SHIFT);
 }
 
 #endif /* QN_QUEUE_H */

@@ -107,6 +107,31 @@ struct SwitchFixture {
 		REQUIRE(r.ok());
 		return *r;
 	}
+	// Write a signal request into the ring as a stage would (slot `seq`) and return the mark its
+	// copy would carry (ingress port `port`).
+	uint32_t request(uint32_t type, uint32_t seq, const qn_sig_entry &vals = {}, uint32_t port = 0)
+	{
+		qn_sig_entry e = vals;
+		e.mark = QN_SIG_MARK(type, port, seq);
+		uint32_t slot = seq & (QN_SIG_RING - 1);
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_sig_ring), &slot, &e, BPF_ANY) == 0);
+		return e.mark;
+	}
+	// Run the builder on a copy marked `mark`.
+	TestRunOut recirc(const Bytes &f, uint32_t mark)
+	{
+		__sk_buff ctx{};
+		ctx.mark = mark;
+		TestRunOut out;
+		out.data.resize(f.size() + 256);
+		DECLARE_LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = f.data(), .data_out = out.data.data(),
+				    .data_size_in = uint32_t(f.size()), .data_size_out = uint32_t(out.data.size()),
+				    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
+		REQUIRE(bpf_prog_test_run_opts(bpf_program__fd(skel->progs.qn_tc_recirc), &opts) == 0);
+		out.data.resize(opts.data_size_out);
+		out.retval = opts.retval;
+		return out;
+	}
 	TestRunOut egress(const Bytes &f)
 	{
 		auto r = test_run_tc(bpf_program__fd(skel->progs.qn_tc_egress), f, 0);

@@ -1,7 +1,9 @@
 // BPF_PROG_TEST_RUN tables for the switch's queues: RED/ECN marking, dynamic-threshold
 // admission, accounting and the skb->mark tag, PFC XOFF events, and the recirculation builder.
-// TEST_RUN has no real qdisc (skb->dev is lo), so depths come from qn_qdepth_override.
+// TEST_RUN has no real qdisc (skb->dev is lo), so depths come from qn_test_qdepth (the qdepth test knob).
 #include "switch_fixture.h"
+
+#include "control/swcfg.h"
 
 #include <bpf/libbpf.h>
 
@@ -13,22 +15,24 @@ struct QueueFixture : SwitchFixture {
 	QueueFixture()
 	{
 		cfg = qn_swcfg{};
-		cfg.buffer_bytes = 1'000'000;
-		cfg.alpha_data_ppm = 1'000'000;
-		cfg.alpha_ctrl_ppm = 8'000'000;
+		cfg.buffer.bytes = 1'000'000;
+		cfg.buffer.alpha_data_ppm = 1'000'000;
+		cfg.buffer.alpha_ctrl_ppm = 8'000'000;
+		cfg.test.qdepth = 1; // depths from qn_test_qdepth
 		write_cfg();
 	}
 	qn_swcfg cfg{};
 	void write_cfg()
 	{
 		uint32_t zero = 0;
+		finalize_swcfg(cfg);
 		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_swcfg), &zero, &cfg, BPF_ANY) == 0);
 	}
 	void depth(uint64_t bytes, uint32_t pkts = 1)
 	{
-		qn_qdepth_override o{1, pkts, bytes};
+		qn_test_qdepth o{1, pkts, bytes};
 		uint32_t port = kLoPort;
-		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_qdepth_override), &port, &o, BPF_ANY) == 0);
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_test_qdepth), &port, &o, BPF_ANY) == 0);
 	}
 	void buffer_used(int64_t used)
 	{
@@ -79,10 +83,10 @@ TEST_CASE("qn_tc_ingress__red_ecn_marking", "[bpf][queue][ecn]")
 	if (!have_root())
 		return;
 	QueueFixture fx;
-	fx.cfg.ecn = 1;
-	fx.cfg.ecn_kmin_bytes = 10'000;
-	fx.cfg.ecn_kmax_bytes = 110'000;
-	fx.cfg.ecn_pmax_ppm = 200'000; // Pmax 0.2
+	fx.cfg.red.on = 1;
+	fx.cfg.red.kmin_bytes = 10'000;
+	fx.cfg.red.kmax_bytes = 110'000;
+	fx.cfg.red.pmax_ppm = 200'000; // Pmax 0.2
 	fx.write_cfg();
 	const uint8_t ect0 = (QN_DSCP_DATA << 2) | 2, ect1 = (QN_DSCP_DATA << 2) | 1, notect = QN_DSCP_DATA << 2;
 	Bytes f0 = build_frame(with_tos(ect0)), f1 = build_frame(with_tos(ect1)), fn = build_frame(with_tos(notect));
@@ -129,7 +133,7 @@ TEST_CASE("qn_tc_ingress__red_ecn_marking", "[bpf][queue][ecn]")
 	}
 	SECTION("ECN off: nothing marked")
 	{
-		fx.cfg.ecn = 0;
+		fx.cfg.red.on = 0;
 		fx.write_cfg();
 		fx.depth(10'000'000);
 		CHECK(ce_fraction(fx, f0, 100) == 0.0);
@@ -151,11 +155,11 @@ TEST_CASE("qn_tc_ingress__dequeue_marking_defers_and_applies_upstream_marks", "[
 	if (!have_root())
 		return;
 	QueueFixture fx;
-	fx.cfg.ecn = 1;
-	fx.cfg.ecn_dequeue = 1;
-	fx.cfg.ecn_kmin_bytes = 10'000;
-	fx.cfg.ecn_kmax_bytes = 110'000;
-	fx.cfg.ecn_pmax_ppm = 200'000;
+	fx.cfg.red.on = 1;
+	fx.cfg.red.at_dequeue = 1;
+	fx.cfg.red.kmin_bytes = 10'000;
+	fx.cfg.red.kmax_bytes = 110'000;
+	fx.cfg.red.pmax_ppm = 200'000;
 	fx.write_cfg();
 	fx.depth(10'000'000); // far above Kmax: at enqueue every ECT packet would be marked
 	const uint8_t ect0 = (QN_DSCP_DATA << 2) | 2, notect = QN_DSCP_DATA << 2;
@@ -200,7 +204,7 @@ TEST_CASE("qn_tc_ingress__dequeue_marking_defers_and_applies_upstream_marks", "[
 	}
 	SECTION("at enqueue, an upstream mark still applies")
 	{
-		fx.cfg.ecn_dequeue = 0;
+		fx.cfg.red.at_dequeue = 0;
 		fx.write_cfg();
 		fx.depth(0);
 		qn_dqkey k = dqkey(f);
@@ -215,7 +219,7 @@ TEST_CASE("qn_tc_ingress__dynamic_threshold_admission", "[bpf][queue][admission]
 	if (!have_root())
 		return;
 	QueueFixture fx;
-	fx.cfg.admission = 1;
+	fx.cfg.buffer.admission = 1;
 	fx.write_cfg();
 	Bytes data = build_frame(roce());
 	FrameSpec cs = roce();
@@ -254,7 +258,7 @@ TEST_CASE("qn_tc_ingress__dynamic_threshold_admission", "[bpf][queue][admission]
 	}
 	SECTION("admission off admits anything")
 	{
-		fx.cfg.admission = 0;
+		fx.cfg.buffer.admission = 0;
 		fx.write_cfg();
 		fx.buffer_used(2'000'000);
 		fx.depth(5'000'000);
@@ -292,10 +296,10 @@ TEST_CASE("qn_tc_ingress__pfc_xoff_event", "[bpf][queue][pfc]")
 	if (!have_root())
 		return;
 	QueueFixture fx;
-	fx.cfg.pfc = 1;
-	fx.cfg.pfc_quanta = 4096;
-	fx.cfg.pfc_xoff_bytes = 1000;
-	fx.cfg.pfc_xon_bytes = 500;
+	fx.cfg.pfc.on = 1;
+	fx.cfg.pfc.quanta = 4096;
+	fx.cfg.pfc.xoff_bytes = 1000;
+	fx.cfg.pfc.xon_bytes = 500;
 	fx.write_cfg();
 	fx.depth(0);
 	std::vector<qn_pfc_event> events;
@@ -348,7 +352,7 @@ TEST_CASE("qn_tc_recirc__builds_an_echo_to_the_sender", "[bpf][queue][recirc]")
 	s.dest_qp = 0xABCDE;
 	Bytes in = build_frame(s);
 	__sk_buff ctx{};
-	ctx.mark = QN_MARK_RECIRC;
+	ctx.mark = fx.request(QN_SIG_ECHO, 0);
 	TestRunOut out;
 	out.data.resize(in.size() + 64);
 	DECLARE_LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in.data(), .data_out = out.data.data(),

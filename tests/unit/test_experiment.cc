@@ -221,9 +221,9 @@ TEST_CASE("experiment__errors_name_file_line_and_field", "[experiment]")
 	CHECK(ok->mode == "sr");
 	CHECK(ok->attempts == 2);
 	// switch lines: keys and values checked against a switch, schemes against the list
-	CHECK(err_of(std::string(kMin) + "switch kmin=lots\n").find("t.exp:4: field 'kmin': switch setting 'kmin'") !=
+	CHECK(err_of(std::string(kMin) + "switch kmin=lots\n").find("t.exp:4: field 'kmin': switch parameter 'kmin'") !=
 	      std::string::npos);
-	CHECK(err_of(std::string(kMin) + "switch dcqcn colour=red\n").find("t.exp:4: field 'colour': unknown switch setting") !=
+	CHECK(err_of(std::string(kMin) + "switch dcqcn colour=red\n").find("t.exp:4: field 'colour': unknown switch parameter") !=
 	      std::string::npos);
 	CHECK(err_of(std::string(kMin) + "switch dcqcn\n").find("t.exp:4: field 'switch': expected 'switch [SCHEME] KEY=VALUE...'") !=
 	      std::string::npos);

@@ -140,10 +140,10 @@ TEST_CASE("switch_settings_for__derived_then_all_schemes_then_the_scheme", "[run
 	qn_swcfg cfg = default_swcfg(12'000'000);
 	for (const auto &[k, v] : dcqcn)
 		REQUIRE(apply_swcfg(cfg, k, v).ok());
-	CHECK(cfg.ecn_kmin_bytes == 400'000);
-	CHECK(cfg.ecn_kmax_bytes == 1'600'000);
-	CHECK(cfg.ecn_pmax_ppm == 200'000);
-	CHECK(cfg.buffer_bytes == 2'000'000);
+	CHECK(cfg.red.kmin_bytes == 400'000);
+	CHECK(cfg.red.kmax_bytes == 1'600'000);
+	CHECK(cfg.red.pmax_ppm == 200'000);
+	CHECK(cfg.buffer.bytes == 2'000'000);
 	// every setting reads back to the same value through its exact words
 	qn_swcfg again = default_swcfg(1);
 	for (const auto &[k, v] : swcfg_values(cfg))

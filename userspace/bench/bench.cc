@@ -216,7 +216,7 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		auto c = read_swcfg(switch_pin_dir(t, s1));
 		if (!c)
 			return c.error();
-		c->ecn_dequeue = 1;
+		c->red.at_dequeue = 1;
 		QN_TRY(write_swcfg(switch_pin_dir(t, s1), *c));
 	}
 	const Port &sp1 = t.ports[size_t(t.ports_of(s1)[0])];

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 extern "C" {
 #include "qn_abi.h"
@@ -15,12 +17,19 @@ static_assert(offsetof(struct qn_port, mac) == 20, "qn_port layout changed");
 static_assert(sizeof(struct qn_fib_key) == 8, "qn_fib_key layout changed");
 static_assert(sizeof(struct qn_nexthop) == 20, "qn_nexthop layout changed");
 static_assert(sizeof(struct qn_fib_val) == 4 + 20 * QN_MAX_NEXTHOPS, "qn_fib_val layout changed");
-static_assert(sizeof(struct qn_port_stats) == 8 * (14 + QN_DROP_MAX), "qn_port_stats layout changed");
+static_assert(sizeof(struct qn_port_stats) == 8 * (18 + QN_DROP_MAX), "qn_port_stats layout changed");
+static_assert(offsetof(struct qn_port_stats, mirrored) == 8 * 13, "qn_port_stats: append counters only");
 static_assert(sizeof(struct qn_cfg) == 24, "qn_cfg layout changed");
-static_assert(sizeof(struct qn_swcfg) == 88, "qn_swcfg layout changed");
+static_assert(sizeof(struct qn_set_buffer) == 24 && sizeof(struct qn_set_red) == 32 &&
+		      sizeof(struct qn_set_pfc) == 24 && sizeof(struct qn_set_test) == 24,
+	      "qn_swcfg feature layouts changed");
+static_assert(sizeof(struct qn_swcfg) == 104, "qn_swcfg layout changed");
+static_assert(sizeof(struct qn_sig_entry) == 48 && offsetof(struct qn_sig_entry, v) == 16, "qn_sig_entry layout changed");
+static_assert(QN_SIG_RING <= QN_SIG_SEQ_MASK + 1 && (QN_SIG_RING & (QN_SIG_RING - 1)) == 0, "QN_SIG_RING");
+static_assert(QN_SIG_MAX <= 16 && QN_MAX_PORTS <= 32, "the signal mark has 4 type and 5 port bits");
 static_assert(sizeof(struct qn_dqkey) == 12, "qn_dqkey layout changed");
 static_assert(sizeof(struct qn_qstate) == 80, "qn_qstate layout changed");
-static_assert(sizeof(struct qn_qdepth_override) == 16, "qn_qdepth_override layout changed");
+static_assert(sizeof(struct qn_test_qdepth) == 16, "qn_test_qdepth layout changed");
 static_assert(sizeof(struct qn_pfc_acct) == 24, "qn_pfc_acct layout changed");
 static_assert(sizeof(struct qn_pfc_event) == 16, "qn_pfc_event layout changed");
 static_assert(sizeof(struct qn_qsample) == 24, "qn_qsample layout changed");
@@ -52,8 +61,20 @@ namespace qn {
 // Add b's counters to a (summing per-CPU values).
 void accumulate(qn_port_stats &a, const qn_port_stats &b);
 
+// The port counters of QN_PORT_COUNTERS, in layout order: name, `switch stats` column ("" = none),
+// doc, and where the field is.
+struct PortCounterInfo {
+	const char *name;
+	const char *column;
+	const char *doc;
+	size_t offset;
+};
+const std::vector<PortCounterInfo> &port_counter_info();
+uint64_t port_counter(const qn_port_stats &s, const PortCounterInfo &c);
+
 // Return: the short name of a drop reason ("no_route"), or "reason_N" when unknown.
 std::string drop_reason_name(unsigned reason);
+std::string drop_reason_doc(unsigned reason);
 // Return: the short name of a packet class ("control").
 std::string pkt_class_name(unsigned cls);
 

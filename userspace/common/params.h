@@ -13,7 +13,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <variant>
 #include <vector>
@@ -26,17 +28,33 @@ namespace qn {
 
 enum class ParamKind { Number, Count, Time, Rate, Size, Flag, Choice, Text, Ipv4, MacAddr };
 
+// A field of a C wire struct that a member pointer cannot name (a member of a nested struct): an
+// unsigned integer of `size` bytes at `off`. Number rows store round(value x scale) (1e6 for
+// millionths), Count/Time/Rate/Size rows the integer, Flag rows 0/1, Choice rows the index.
+struct WireField {
+	size_t off;
+	size_t size;
+	double scale = 1;
+};
+// QN_WIRE(T, a.b) / QN_WIRE(T, a.b, 1e6): the WireField of member a.b of T.
+#define QN_WIRE(T, member, ...) \
+	::qn::WireField { offsetof(T, member), sizeof(static_cast<T *>(nullptr)->member) __VA_OPT__(, ) __VA_ARGS__ }
+
 template <typename T> struct Param {
 	const char *name;
 	ParamKind kind;
 	// The member it sets: double for Number, uint32_t, uint64_t or int for Count, uint64_t for
 	// Time, Rate, Size, bool for Flag, int (the index into `choices`) or std::string (the word)
 	// for Choice, std::string for Text, uint32_t (host order) for Ipv4, Mac for MacAddr.
-	std::variant<double T::*, uint32_t T::*, uint64_t T::*, bool T::*, int T::*, std::string T::*, Mac T::*> member;
+	// Or a WireField of a C struct (integers only).
+	std::variant<double T::*, uint32_t T::*, uint64_t T::*, bool T::*, int T::*, std::string T::*, Mac T::*,
+		     WireField>
+		member;
 	double lo = 0, hi = 0;                 // Number, Count, Time (ns), Rate (bit/s), Size (bytes)
 	std::vector<const char *> choices = {}; // Choice
 	const char *doc = "";
 	const char *zero = nullptr;            // Number..Size: a word that sets 0 (e.g. "auto")
+	const char *def = nullptr;             // the default as the table accepts it (defaults())
 };
 
 template <typename T> class ParamTable {
@@ -55,7 +73,7 @@ public:
 		auto in_range = [&](double d) { return d >= p->lo && d <= p->hi; };
 		if (p->zero && value == p->zero) {
 			switch (p->kind) {
-			case ParamKind::Number: x.*std::get<double T::*>(p->member) = 0; return ok_status();
+			case ParamKind::Number: set_num(x, *p, 0); return ok_status();
 			case ParamKind::Count:
 			case ParamKind::Time:
 			case ParamKind::Rate:
@@ -74,7 +92,7 @@ public:
 					   " in [" + num(p->lo) + ", " + num(p->hi) + "]" +
 					   (p->zero ? std::string(" or ") + p->zero : ""));
 			if (p->kind == ParamKind::Number)
-				x.*std::get<double T::*>(p->member) = d;
+				set_num(x, *p, d);
 			else
 				set_int(x, *p, uint64_t(d));
 			return ok_status();
@@ -90,22 +108,30 @@ public:
 						  (p->zero ? std::string(" (or ") + p->zero + ")" : ""));
 			if (!in_range(double(*v)))
 				return bad("is outside [" + show(p->kind, p->lo) + ", " + show(p->kind, p->hi) + "]");
-			x.*std::get<uint64_t T::*>(p->member) = *v;
+			set_int(x, *p, *v);
 			return ok_status();
 		}
-		case ParamKind::Flag:
+		case ParamKind::Flag: {
+			bool on;
 			if (value == "1" || value == "on" || value == "yes")
-				x.*std::get<bool T::*>(p->member) = true;
+				on = true;
 			else if (value == "0" || value == "off" || value == "no")
-				x.*std::get<bool T::*>(p->member) = false;
+				on = false;
 			else
 				return bad("is not on or off");
+			if (std::holds_alternative<WireField>(p->member))
+				set_int(x, *p, on ? 1 : 0);
+			else
+				x.*std::get<bool T::*>(p->member) = on;
 			return ok_status();
+		}
 		case ParamKind::Choice:
 			for (size_t i = 0; i < p->choices.size(); i++)
 				if (value == p->choices[i]) {
 					if (std::holds_alternative<std::string T::*>(p->member))
 						x.*std::get<std::string T::*>(p->member) = value;
+					else if (std::holds_alternative<WireField>(p->member))
+						set_int(x, *p, i);
 					else
 						x.*std::get<int T::*>(p->member) = int(i);
 					return ok_status();
@@ -155,6 +181,9 @@ public:
 		return s;
 	}
 
+	// Return: the accepted values of one parameter ("size 0B..1TB", "on|off", "auto|real").
+	std::string usage_range(const Param<T> &p) const { return range(p); }
+
 	// Return: the parameter names, comma-separated.
 	std::string names() const
 	{
@@ -174,16 +203,20 @@ public:
 		if (p.zero && is_zero(x, p))
 			return p.zero;
 		switch (p.kind) {
-		case ParamKind::Number: return num(x.*std::get<double T::*>(p.member));
+		case ParamKind::Number: return num(get_num(x, p));
 		case ParamKind::Count: return std::to_string(get_int(x, p));
 		case ParamKind::Time:
 		case ParamKind::Rate:
-		case ParamKind::Size: return show(p.kind, double(x.*std::get<uint64_t T::*>(p.member)));
-		case ParamKind::Flag: return x.*std::get<bool T::*>(p.member) ? "on" : "off";
+		case ParamKind::Size: return show(p.kind, double(get_int(x, p)));
+		case ParamKind::Flag:
+			if (std::holds_alternative<WireField>(p.member))
+				return get_int(x, p) ? "on" : "off";
+			return x.*std::get<bool T::*>(p.member) ? "on" : "off";
 		case ParamKind::Choice: {
 			if (std::holds_alternative<std::string T::*>(p.member))
 				return x.*std::get<std::string T::*>(p.member);
-			const int i = x.*std::get<int T::*>(p.member);
+			const int i = std::holds_alternative<WireField>(p.member) ? int(get_int(x, p))
+										  : x.*std::get<int T::*>(p.member);
 			return i >= 0 && size_t(i) < p.choices.size() ? p.choices[size_t(i)] : "?";
 		}
 		case ParamKind::Text: return x.*std::get<std::string T::*>(p.member);
@@ -193,10 +226,90 @@ public:
 		return "?";
 	}
 
+	// Return: the value of one parameter as exact text: like value(), but sizes, times and rates
+	// as plain integers (bytes, ns, bit/s) and numbers with full precision, so a reader (or
+	// apply()) gets the setting back without rounding.
+	std::string exact(const T &x, const Param<T> &p) const
+	{
+		switch (p.kind) {
+		case ParamKind::Number: {
+			char b[64];
+			std::snprintf(b, sizeof(b), "%.17g", get_num(x, p));
+			return b;
+		}
+		case ParamKind::Time:
+		case ParamKind::Size: return std::to_string(get_int(x, p));
+		case ParamKind::Rate: return std::to_string(get_int(x, p));
+		default: return value(x, p);
+		}
+	}
+
+	// Set every parameter that has a default (Param::def) to it.
+	Status defaults(T &x) const
+	{
+		for (const auto &p : rows_)
+			if (p.def)
+				QN_TRY(apply(x, p.name, p.def));
+		return ok_status();
+	}
+
 private:
+	static unsigned char *field(T &x, const WireField &w) { return reinterpret_cast<unsigned char *>(&x) + w.off; }
+	static const unsigned char *field(const T &x, const WireField &w)
+	{
+		return reinterpret_cast<const unsigned char *>(&x) + w.off;
+	}
+	static void set_wire(T &x, const WireField &w, uint64_t v)
+	{
+		if (w.size == 8) {
+			std::memcpy(field(x, w), &v, 8);
+		} else if (w.size == 4) {
+			const auto u = uint32_t(v);
+			std::memcpy(field(x, w), &u, 4);
+		} else if (w.size == 2) {
+			const auto u = uint16_t(v);
+			std::memcpy(field(x, w), &u, 2);
+		} else {
+			*field(x, w) = uint8_t(v);
+		}
+	}
+	static uint64_t get_wire(const T &x, const WireField &w)
+	{
+		if (w.size == 8) {
+			uint64_t v;
+			std::memcpy(&v, field(x, w), 8);
+			return v;
+		}
+		if (w.size == 4) {
+			uint32_t v;
+			std::memcpy(&v, field(x, w), 4);
+			return v;
+		}
+		if (w.size == 2) {
+			uint16_t v;
+			std::memcpy(&v, field(x, w), 2);
+			return v;
+		}
+		return *field(x, w);
+	}
+	static void set_num(T &x, const Param<T> &p, double d)
+	{
+		if (const auto *w = std::get_if<WireField>(&p.member))
+			set_wire(x, *w, uint64_t(std::llround(d * w->scale)));
+		else
+			x.*std::get<double T::*>(p.member) = d;
+	}
+	static double get_num(const T &x, const Param<T> &p)
+	{
+		if (const auto *w = std::get_if<WireField>(&p.member))
+			return double(get_wire(x, *w)) / w->scale;
+		return x.*std::get<double T::*>(p.member);
+	}
 	static void set_int(T &x, const Param<T> &p, uint64_t v)
 	{
-		if (std::holds_alternative<uint64_t T::*>(p.member))
+		if (const auto *w = std::get_if<WireField>(&p.member))
+			set_wire(x, *w, v);
+		else if (std::holds_alternative<uint64_t T::*>(p.member))
 			x.*std::get<uint64_t T::*>(p.member) = v;
 		else if (std::holds_alternative<uint32_t T::*>(p.member))
 			x.*std::get<uint32_t T::*>(p.member) = uint32_t(v);
@@ -205,6 +318,8 @@ private:
 	}
 	static uint64_t get_int(const T &x, const Param<T> &p)
 	{
+		if (const auto *w = std::get_if<WireField>(&p.member))
+			return get_wire(x, *w);
 		if (std::holds_alternative<uint64_t T::*>(p.member))
 			return x.*std::get<uint64_t T::*>(p.member);
 		if (std::holds_alternative<uint32_t T::*>(p.member))
@@ -214,7 +329,7 @@ private:
 	static bool is_zero(const T &x, const Param<T> &p)
 	{
 		switch (p.kind) {
-		case ParamKind::Number: return x.*std::get<double T::*>(p.member) == 0;
+		case ParamKind::Number: return get_num(x, p) == 0;
 		case ParamKind::Count:
 		case ParamKind::Time:
 		case ParamKind::Rate:

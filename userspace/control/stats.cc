@@ -101,30 +101,16 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 
 NamedCounters counters_by_name(const PortCounters &p)
 {
-	const qn_port_stats &s = p.s;
-	NamedCounters v = {
-		{"rx_pkts", s.rx_pkts},
-		{"rx_bytes", s.rx_bytes},
-		{"tx_pkts", s.tx_pkts},
-		{"tx_bytes", s.tx_bytes},
-		{"tx_ctrl_pkts", s.tx_ctrl_pkts},
-		{"tx_data_pkts", s.tx_data_pkts},
-		{"rx_nonlinear", s.rx_nonlinear},
-		{"ecn_marked", s.ecn_marked},
-		{"ecn_ect", s.ecn_ect},
-		{"pfc_xoff_sent", s.pfc_xoff_sent},
-		{"pfc_xon_sent", s.pfc_xon_sent},
-		{"pfc_rx", s.pfc_rx},
-		{"paused_wall_ns", s.paused_ns},
-		{"mirrored", s.mirrored},
-		{"queue_peak_bytes", p.q.peak_bytes},
-		{"queue_bytes", p.q.acct_bytes > 0 ? uint64_t(p.q.acct_bytes) : 0},
-		{"queue_pkts", p.q.acct_pkts > 0 ? uint64_t(p.q.acct_pkts) : 0},
-	};
+	NamedCounters v;
+	for (const auto &c : port_counter_info())
+		v.emplace_back(c.name, port_counter(p.s, c));
+	v.emplace_back("queue_peak_bytes", p.q.peak_bytes);
+	v.emplace_back("queue_bytes", p.q.acct_bytes > 0 ? uint64_t(p.q.acct_bytes) : 0);
+	v.emplace_back("queue_pkts", p.q.acct_pkts > 0 ? uint64_t(p.q.acct_pkts) : 0);
 	uint64_t drops = 0;
 	for (unsigned r = 0; r < QN_DROP_MAX; r++) {
-		v.emplace_back("drops." + drop_reason_name(r), s.drops[r]);
-		drops += s.drops[r];
+		v.emplace_back("drops." + drop_reason_name(r), p.s.drops[r]);
+		drops += p.s.drops[r];
 	}
 	v.emplace_back("drops", drops);
 	return v;
@@ -160,61 +146,57 @@ std::string counters_json(const std::vector<SwitchCounters> &cs)
 std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev, double dt_s)
 {
 	std::ostringstream o;
-	char line[512];
+	char cell[64];
 	o << "switch " << c.topology << "/" << c.sw << "\n";
-	std::snprintf(line, sizeof(line), "%-4s %-12s %-6s %10s %10s %10s %10s %9s %9s %8s%s\n", "port", "ifname",
-		      "role", "rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes", "tx_ctrl", "tx_data", "drops",
-		      prev ? "   rx_rate   tx_rate" : "");
-	o << line;
+	// One table: the port, its queue, every counter with a column (QN_PORT_COUNTERS), drops.
+	std::vector<const PortCounterInfo *> cols;
+	for (const auto &ci : port_counter_info())
+		if (ci.column[0])
+			cols.push_back(&ci);
+	std::snprintf(cell, sizeof(cell), "%-4s %-12s %-6s %9s %9s", "port", "ifname", "role", "depth_B", "peak_B");
+	o << cell;
+	for (const auto *ci : cols) {
+		std::snprintf(cell, sizeof(cell), " %9s", ci->column);
+		o << cell;
+	}
+	o << "     drops" << (prev ? "   rx_rate   tx_rate" : "") << "\n";
 	for (size_t i = 0; i < c.ports.size(); i++) {
 		const PortCounters &p = c.ports[i];
 		uint64_t drops = 0;
 		for (int r = 0; r < QN_DROP_MAX; r++)
 			drops += p.s.drops[r];
-		std::string rates;
+		std::snprintf(cell, sizeof(cell), "%-4u %-12s %-6s %9s %9s", p.port_no, p.ifname.c_str(),
+			      p.role == QN_ROLE_HOST ? "host" : "switch", human(double(p.q.last_bytes)).c_str(),
+			      human(double(p.q.peak_bytes)).c_str());
+		o << cell;
+		for (const auto *ci : cols) {
+			std::snprintf(cell, sizeof(cell), " %9s", human(double(port_counter(p.s, *ci))).c_str());
+			o << cell;
+		}
+		std::snprintf(cell, sizeof(cell), " %9s", human(double(drops)).c_str());
+		o << cell;
 		if (prev && dt_s > 0 && i < prev->ports.size()) {
 			double rx = double(p.s.rx_bytes - prev->ports[i].s.rx_bytes) * 8 / dt_s;
 			double tx = double(p.s.tx_bytes - prev->ports[i].s.tx_bytes) * 8 / dt_s;
-			rates = "  " + human(rx) + "bit/s  " + human(tx) + "bit/s";
+			o << "  " << human(rx) << "bit/s  " << human(tx) << "bit/s";
 		}
-		std::snprintf(line, sizeof(line), "%-4u %-12s %-6s %10s %10s %10s %10s %9s %9s %8s%s\n", p.port_no,
-			      p.ifname.c_str(), p.role == QN_ROLE_HOST ? "host" : "switch",
-			      human(double(p.s.rx_pkts)).c_str(), human(double(p.s.rx_bytes)).c_str(),
-			      human(double(p.s.tx_pkts)).c_str(), human(double(p.s.tx_bytes)).c_str(),
-			      human(double(p.s.tx_ctrl_pkts)).c_str(), human(double(p.s.tx_data_pkts)).c_str(),
-			      human(double(drops)).c_str(), rates.c_str());
-		o << line;
-	}
-	std::snprintf(line, sizeof(line), "%-4s %-12s %10s %10s %10s %9s %9s %8s %8s %8s %11s\n", "port", "queue",
-		      "depth_B", "depth_pkt", "peak_B", "ecn_ect", "ecn_ce", "pfc_rx", "xoff", "xon", "paused_ms");
-	o << line;
-	for (const auto &p : c.ports) {
-		std::snprintf(line, sizeof(line), "%-4u %-12s %10s %10s %10s %9s %9s %8s %8s %8s %11.3f\n", p.port_no,
-			      p.ifname.c_str(), human(double(p.q.last_bytes)).c_str(), human(double(p.q.last_pkts)).c_str(),
-			      human(double(p.q.peak_bytes)).c_str(), human(double(p.s.ecn_ect)).c_str(),
-			      human(double(p.s.ecn_marked)).c_str(), human(double(p.s.pfc_rx)).c_str(),
-			      human(double(p.s.pfc_xoff_sent)).c_str(), human(double(p.s.pfc_xon_sent)).c_str(),
-			      double(p.s.paused_ns) / 1e6);
-		o << line;
+		o << "\n";
 	}
 	o << "  buffer in use " << c.buffer_used << " B; " << describe_swcfg(c.cfg) << "\n";
-	// Drop reasons, only those that occurred.
+	// Per port, exact: the drop reasons that occurred and the non-zero counters without a column.
 	for (const auto &p : c.ports) {
-		std::string reasons;
+		std::string more;
 		for (int r = 1; r < QN_DROP_MAX; r++)
 			if (p.s.drops[r])
-				reasons += " " + drop_reason_name(unsigned(r)) + "=" + std::to_string(p.s.drops[r]);
-		if (p.s.rx_nonlinear)
-			reasons += " (rx_nonlinear=" + std::to_string(p.s.rx_nonlinear) + ")";
-		if (p.s.mirrored)
-			reasons += " (mirrored=" + std::to_string(p.s.mirrored) + ")";
-		if (!reasons.empty())
-			o << "  " << p.ifname << ":" << reasons << "\n";
-	}
-	// Exact ECN counts of the ports that saw ECT packets (the table rounds).
-	for (const auto &p : c.ports)
+				more += " " + drop_reason_name(unsigned(r)) + "=" + std::to_string(p.s.drops[r]);
+		for (const auto &ci : port_counter_info())
+			if (!ci.column[0] && port_counter(p.s, ci))
+				more += " " + std::string(ci.name) + "=" + std::to_string(port_counter(p.s, ci));
 		if (p.s.ecn_ect || p.s.ecn_marked)
-			o << "  " << p.ifname << " ecn: ect=" << p.s.ecn_ect << " ce=" << p.s.ecn_marked << "\n";
+			more += " ecn_ect=" + std::to_string(p.s.ecn_ect) + " ecn_marked=" + std::to_string(p.s.ecn_marked);
+		if (!more.empty())
+			o << "  " << p.ifname << ":" << more << "\n";
+	}
 	std::string orphan;
 	for (int r = 1; r < QN_DROP_MAX; r++)
 		if (c.orphan_drops[r])

@@ -1,36 +1,45 @@
-// swcfg.h - a switch's run-time configuration (struct qn_swcfg in the qn_swcfg map): shared
-// buffer, dynamic-threshold alphas, RED/ECN profile, edge PFC thresholds, queue-depth source,
-// the recirculation test trigger. Set from the topology's switch attributes at `topo up` and
-// changed at run time with `quench switch set`. Sizes in bytes (fabric = wall: bytes never
-// dilate), probabilities and alphas as decimals.
+// swcfg.h - a switch's run-time settings (struct qn_swcfg in the qn_swcfg map, one sub-struct
+// per feature: buffer, RED/ECN, PFC, test knobs, then one per scheme). One key table
+// (swcfg_table()) generates `quench switch set` parsing and validation, `describe`, the usage
+// text (`quench switch keys`), the topology file's and the experiment file's switch keys, the
+// defaults and the exact values a results folder records. Sizes in bytes (fabric = wall: bytes
+// never dilate), probabilities and alphas as decimals, times in fabric units.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "common/abi.h"
+#include "common/params.h"
 #include "common/result.h"
 
 namespace qn {
 
-// Defaults: B = buffer_bytes; alpha data 1.0 (a lone queue takes B/2), control 8; RED/ECN on
-// with DCQCN's paper profile (Kmin 5 KB, Kmax 200 KB, Pmax 1%, DCQCN Figure 14); PFC off,
-// XOFF 100 KB, XON 80 KB, quanta 65535; real qdisc depth with the virtual fallback.
+// The key table (docs/switch.md "Settings"). A setting is a field in qn_abi.h's feature
+// sub-struct plus one row here; nothing else lists the keys.
+const ParamTable<qn_swcfg> &swcfg_table();
+
+// Every row's default, then the buffer: B = buffer_bytes; alpha data 1.0 (a lone queue takes
+// B/2), control 8; RED/ECN on with DCQCN's paper profile (Kmin 5 KB, Kmax 200 KB, Pmax 1%,
+// DCQCN Figure 14); PFC off, XOFF 100 KB, XON 80 KB, quanta 65535; real qdisc depth with the
+// virtual fallback; test knobs off.
 qn_swcfg default_swcfg(uint64_t buffer_bytes);
 
-// Apply one key=value. Keys: buffer, admission (on|off), alpha, alpha_ctrl, ecn (on|off), kmin,
-// kmax, pmax, pfc (on|off), xoff, xon, quanta, queue (auto|real|virtual), mirror_dport.
-// Return: an error naming the key and the accepted values.
+// Apply one key=value. Return: an error naming the key and the accepted values.
 Status apply_swcfg(qn_swcfg &c, const std::string &key, const std::string &value);
 // Return: an error when thresholds contradict each other (kmin > kmax, xon > xoff...).
 Status validate_swcfg(const qn_swcfg &c);
+// "key=value ..." of every setting (human units).
 std::string describe_swcfg(const qn_swcfg &c);
-// Every setting by its key, exact: sizes in bytes, probabilities and alphas as decimals, words
-// for switches (apply_swcfg reads each value back to the same setting).
+// Every setting by its key, exact: sizes in bytes, times in ns, decimals at full precision,
+// words for switches and choices (apply_swcfg reads each value back to the same setting).
 std::vector<std::pair<std::string, std::string>> swcfg_values(const qn_swcfg &c);
+// Derived fields: test.on (any test knob set). Called by write_swcfg; callers that write the map
+// themselves call it first.
+void finalize_swcfg(qn_swcfg &c);
 
 // The pinned map of a running switch.
 Result<qn_swcfg> read_swcfg(const std::string &pin_dir);
-Status write_swcfg(const std::string &pin_dir, const qn_swcfg &c);
+Status write_swcfg(const std::string &pin_dir, qn_swcfg c);
 
 } // namespace qn

@@ -229,6 +229,7 @@ Result<SwitchSkel> open_and_load(const Topology &t, int sw, const Dilation &d)
 	skel->rodata->qn_cfg.switch_id = uint32_t(sw);
 	skel->rodata->qn_cfg.ecmp_seed = seed_for(t, sw);
 	skel->rodata->qn_cfg.dilation_milli = d.milli();
+	skel->rodata->qn_cfg.addr_be = htonl(t.nodes[size_t(sw)].ip); // source of the signals it originates
 	// A BPF time: fabric 10 us between queue samples per port, dilated to wall ns at load.
 	skel->rodata->qn_cfg.sample_interval_wall_ns = d.to_wall_ns(kSampleIntervalFabricNs);
 	// Dequeue-time marks go to the next hop through one map per topology (dqmark.h).
@@ -286,9 +287,9 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 	QN_TRY(pin_map(skel->maps.qn_fib, dir));
 	QN_TRY(pin_map(skel->maps.qn_port_stats, dir));
 	QN_TRY(pin_map(skel->maps.qn_orphan_drops, dir));
-	for (bpf_map *m : {skel->maps.qn_swcfg, skel->maps.qn_qstate, skel->maps.qn_buffer, skel->maps.qn_qdepth_override,
+	for (bpf_map *m : {skel->maps.qn_swcfg, skel->maps.qn_qstate, skel->maps.qn_buffer, skel->maps.qn_test_qdepth,
 			   skel->maps.qn_dev_port, skel->maps.qn_pfc_acct, skel->maps.qn_pfc_events, skel->maps.qn_qsamples,
-			   skel->maps.qn_recirc, skel->maps.qn_fid, skel->maps.qn_fid_events})
+			   skel->maps.qn_recirc, skel->maps.qn_fid, skel->maps.qn_fid_events, skel->maps.qn_sig_ring})
 		QN_TRY(pin_map(m, dir));
 	// Run-time configuration: defaults, then the topology's switch settings.
 	const Node &node = t.nodes[size_t(sw)];
@@ -296,6 +297,7 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 	for (const auto &[k, v] : node.settings)
 		QN_TRY(apply_swcfg(cfg, k, v));
 	QN_TRY(validate_swcfg(cfg));
+	finalize_swcfg(cfg);
 	{
 		uint32_t zero = 0;
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_swcfg), &zero, &cfg, BPF_ANY))

@@ -155,6 +155,8 @@ const ParamTable<Node> &switch_table()
 	static const ParamTable<Node> t("switch", {
 							  {"buffer", ParamKind::Size, &Node::buffer_bytes, 1e3, 1e12, {},
 							   "shared buffer B (default 12 MB, DCQCN's Trident II)"},
+							  {"ip", ParamKind::Ipv4, &Node::ip, 0, 0, {},
+							   "the switch's IPv4 address, source of the signals it originates (derived when not given)"},
 						  });
 	return t;
 }
@@ -240,7 +242,7 @@ Result<Topology> parse_topology(const std::string &text, const std::string &sour
 				auto p = kv(c, lineno, tok[i]);
 				if (!p)
 					return p.error();
-				if (switch_table().has(p->first)) { // a switch attribute's default
+				if (p->first == "buffer") { // the one switch attribute with a default
 					Node n;
 					if (auto st = switch_table().apply(n, p->first, p->second); !st.ok())
 						return field_error(source, lineno, p->first, st.error().message);
@@ -252,7 +254,7 @@ Result<Topology> parse_topology(const std::string &text, const std::string &sour
 					return field_error(source, lineno, "error", "not a default; give it per link");
 				if (!link_table().has(p->first))
 					return field_error(source, lineno, p->first,
-							   "unknown default (rate, mtu, delay, " + switch_table().names() + ")");
+							   "unknown default (rate, mtu, delay, buffer)");
 				QN_TRY(link_attr(c, lineno, l, p->first, p->second));
 				if (p->first == "rate")
 					t.defaults.rate_bps = l.rate_bps;
@@ -561,6 +563,17 @@ Status derive(Topology &t)
 		} else if (nports[size_t(n.id)] == 0) {
 			return make_error(at(src, n.line) + "switch '" + n.name + "' has no link");
 		}
+	}
+	// Switch addresses (the source of CC-postcards): derived like a host's, unique among all.
+	for (auto &n : t.nodes) {
+		if (n.kind != NodeKind::Switch)
+			continue;
+		if (!n.ip_given)
+			n.ip = ns3_node_ip(n.id);
+		auto [it, fresh] = ips.emplace(n.ip, n.id);
+		if (!fresh)
+			return field_error(src, n.line, "ip", ip_to_string(n.ip) + " is also the address of '" +
+								 t.nodes[size_t(it->second)].name + "'");
 	}
 	for (const auto &p : t.ports) {
 		auto [it, fresh] = macs.emplace(p.mac, p.node);

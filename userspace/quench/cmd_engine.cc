@@ -356,7 +356,7 @@ int cmd_gen(int argc, char **argv, int first)
 			auto c = read_swcfg(dir);
 			if (!c)
 				return die("gen: " + c.error().to_string());
-			c->pfc = pfc ? 1 : 0;
+			c->pfc.on = pfc ? 1 : 0;
 			if (auto st = write_swcfg(dir, *c); !st.ok())
 				return die("gen: " + n.name + ": " + st.error().to_string());
 		}

@@ -39,8 +39,8 @@ const char *kUsage = R"(usage: quench COMMAND ...
   topo show [NAME]                                  running topologies (or NAME), ports, addresses
   switch stats [TOPO/SWITCH|SWITCH] [--watch [SECONDS]] [--format table|json]
                                                     per-port counters and queues from the pinned maps
-  switch set TOPO/SWITCH|SWITCH KEY=VALUE...        change buffer, admission, alpha, ecn, kmin, kmax,
-                                                    pmax, pfc, xoff, xon, quanta, queue, mirror_dport
+  switch set TOPO/SWITCH|SWITCH KEY=VALUE...        change settings (keys: quench switch keys)
+  switch keys                                       every switch setting: key, values, default, meaning
   gen TOPO [--pattern incast|long|poisson|pingpong] [--dst H] [--senders N|H,H..]
       [--size B] [--count N] [--sync-window T] [--interval T]
       [--load F --cdf FILE --duration T]
@@ -140,7 +140,7 @@ int parse_args(int argc, char **argv, Args &a)
 	CLI::App *show = topo->add_subcommand("show", "running topologies (or NAME), ports, addresses");
 	args(show, "NAME", false);
 	name(show);
-	CLI::App *sw = app.add_subcommand("switch", "switches: stats, set")->require_subcommand(1);
+	CLI::App *sw = app.add_subcommand("switch", "switches: stats, set, keys")->require_subcommand(1);
 	CLI::App *stats = sw->add_subcommand("stats", "per-port counters and queues from the pinned maps");
 	args(stats, "TOPO/SWITCH|SWITCH", false);
 	stats->add_option("--watch", a.watch, "redraw every SECONDS (default 1)")
@@ -157,6 +157,7 @@ int parse_args(int argc, char **argv, Args &a)
 		->check(CLI::IsMember({"table", "json"}));
 	CLI::App *set = sw->add_subcommand("set", "change settings (docs/switch.md)");
 	args(set, "TOPO/SWITCH KEY=VALUE...", true);
+	sw->add_subcommand("keys", "every switch setting: key, values, default, meaning");
 	CLI::App *bench = app.add_subcommand("bench", "benchmarks: switch, transport")->require_subcommand(1);
 	CLI::App *bsw = bench->add_subcommand("switch", "quench's switch vs a bare redirect, side by side");
 	CLI::App *btr = bench->add_subcommand("transport", "the engine vs kernel UDP and raw AF_XDP, side by side");
@@ -285,6 +286,18 @@ int cmd_topo(const Args &a)
 
 int cmd_switch(const Args &a)
 {
+	if (a.pos.size() >= 2 && a.pos[1] == "keys") {
+		// The key table: set with `switch set`, a topology's `switch` line or an experiment's
+		// `switch [SCHEME] K=V` line.
+		qn_swcfg d = qn::default_swcfg(12'000'000);
+		std::printf("switch settings (quench switch set, topology `switch NAME K=V`, experiment `switch K=V`):\n");
+		for (const auto &p : qn::swcfg_table().rows()) {
+			std::string def = p.def ? qn::swcfg_table().value(d, p) : std::string("(topology)");
+			std::printf("  %-14s %-30s default %-12s %s\n", p.name, qn::swcfg_table().usage_range(p).c_str(),
+				    def.c_str(), p.doc);
+		}
+		return 0;
+	}
 	if (a.pos.size() >= 2 && a.pos[1] == "set") {
 		if (a.pos.size() < 4)
 			return fail("switch set needs TOPO/SWITCH (or SWITCH) and KEY=VALUE...");

@@ -46,11 +46,13 @@ inline bool have_root()
 struct SwitchFixture {
 	qn_switch *skel = nullptr;
 
-	SwitchFixture()
+	explicit SwitchFixture(uint32_t switch_id = 0, uint32_t addr = 0)
 	{
 		skel = qn_switch__open();
 		REQUIRE(skel);
 		skel->rodata->qn_cfg.ecmp_seed = 0x1234567;
+		skel->rodata->qn_cfg.switch_id = switch_id;
+		skel->rodata->qn_cfg.addr_be = htonl(addr);
 		REQUIRE(qn_switch__load(skel) == 0);
 		add_port(kHostPort, 0, QN_ROLE_HOST);
 		add_port(kSwitchPort, 1, QN_ROLE_SWITCH);
@@ -103,7 +105,7 @@ struct SwitchFixture {
 	TestRunOut ingress(const Bytes &f, uint32_t port)
 	{
 		auto r = test_run_tc(bpf_program__fd(skel->progs.qn_tc_ingress), f, port);
-		INFO((r.ok() ? std::string() : r.error().to_string()));
+		INFO((r.ok() ? std::string() : r.error().to_string() + " on " + hex(f)));
 		REQUIRE(r.ok());
 		return *r;
 	}

@@ -47,11 +47,17 @@
  */
 static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 {
-	struct qn_ctx c = {};
+	struct qn_ctx c; /* fields are set before they are read (the verifier checks): no memset */
 	__u32 r;
 	long ret;
 
 	c.skb = skb;
+	c.depth_b = c.depth_p = 0;
+	c.tokens = 0;
+	c.mark_ce = c.nsig = 0;
+	c.cfg = 0;
+	c.qs = 0;
+	c.est = 0;
 	c.ifindex = skb->ingress_ifindex;
 	c.len = skb->len;
 	c.qsrc = -1;

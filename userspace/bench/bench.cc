@@ -125,75 +125,136 @@ Status attach_sink(const Topology &t)
 	return st;
 }
 
-Result<std::string> testrun_costs(uint32_t repeat, const Bytes &frame)
+// Fill a switch object's port and route maps (by name, so an older object of the same map
+// layouts works too): port 100 (ingress, host-facing) forwards the frame's destination to lo.
+Status testrun_setup(bpf_object *obj, const Bytes &frame)
 {
-	std::ostringstream o;
-	qn_switch *sw = qn_switch__open_and_load();
-	if (!sw)
-		return sys_error(errno, "load qn_switch for TEST_RUN");
-	qn_bare *bare = qn_bare__open_and_load();
-	if (!bare) {
-		qn_switch__destroy(sw);
-		return sys_error(errno, "load qn_bare for TEST_RUN");
-	}
-	// Port 100 (ingress, host-facing) forwards to lo (ifindex 1).
+	bpf_map *ports = bpf_object__find_map_by_name(obj, "qn_ports");
+	bpf_map *fib = bpf_object__find_map_by_name(obj, "qn_fib");
+	if (!ports || !fib)
+		return make_error("the switch object has no qn_ports or qn_fib map");
 	uint32_t in = 100, lo = 1;
 	qn_port p{};
 	p.port_no = 0;
 	p.role = QN_ROLE_HOST;
-	bpf_map_update_elem(bpf_map__fd(sw->maps.qn_ports), &in, &p, BPF_ANY);
 	qn_port plo{};
 	plo.port_no = 1;
 	plo.role = QN_ROLE_HOST;
-	bpf_map_update_elem(bpf_map__fd(sw->maps.qn_ports), &lo, &plo, BPF_ANY);
-	// Route the frame's own destination (bytes 30..33, network order) to lo.
+	plo.rate_bps = 100'000'000'000ULL; // the virtual queue drains between runs
+	plo.burst_bytes = 1'000'000;
 	uint32_t dst_be;
 	std::memcpy(&dst_be, &frame[30], 4);
 	qn_fib_key k{32, dst_be};
 	qn_fib_val v{};
 	v.n_nexthops = 1;
 	v.nh[0].ifindex = lo;
-	bpf_map_update_elem(bpf_map__fd(sw->maps.qn_fib), &k, &v, BPF_ANY);
-	bpf_map_update_elem(bpf_map__fd(bare->maps.qn_bare_port), &in, &lo, BPF_ANY);
+	v.nh[0].port_no = 1;
+	if (bpf_map_update_elem(bpf_map__fd(ports), &in, &p, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(ports), &lo, &plo, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(fib), &k, &v, BPF_ANY))
+		return sys_error(errno, "fill the TEST_RUN switch's maps");
+	return ok_status();
+}
 
+struct TimedProg {
+	const char *label;
+	int fd;
+	uint32_t ingress, expect;
+	std::vector<uint32_t> ns;
+};
+
+Result<std::string> testrun_costs(uint32_t repeat, const Bytes &frame, const std::string &baseline_obj)
+{
+	std::ostringstream o;
+	qn_switch *sw = qn_switch__open_and_load();
+	if (!sw)
+		return sys_error(errno, "load qn_switch for TEST_RUN");
+	// A second instance with the default settings written: every stage present, the default
+	// ones on (admission, RED), test knobs off. The first has no settings (every stage off).
+	qn_switch *swd = qn_switch__open_and_load();
+	qn_bare *bare = qn_bare__open_and_load();
+	bpf_object *old = nullptr;
+	auto cleanup = [&] {
+		qn_switch__destroy(sw);
+		qn_switch__destroy(swd);
+		qn_bare__destroy(bare);
+		bpf_object__close(old);
+	};
+	if (!swd || !bare) {
+		cleanup();
+		return sys_error(errno, "load qn_switch/qn_bare for TEST_RUN");
+	}
+	Status st = testrun_setup(sw->obj, frame);
+	if (st.ok())
+		st = testrun_setup(swd->obj, frame);
+	if (st.ok()) {
+		// TEST_RUN never dequeues, so the buffer in use only grows: a buffer no run can fill.
+		qn_swcfg c = default_swcfg(1'000'000'000'000ULL);
+		finalize_swcfg(c);
+		uint32_t zero = 0;
+		if (bpf_map_update_elem(bpf_map__fd(swd->maps.qn_swcfg), &zero, &c, BPF_ANY))
+			st = sys_error(errno, "write qn_swcfg");
+	}
+	uint32_t in = 100, lo = 1;
+	bpf_map_update_elem(bpf_map__fd(bare->maps.qn_bare_port), &in, &lo, BPF_ANY);
+	std::vector<TimedProg> progs = {
+		{"bare redirect (ingress)", bpf_program__fd(bare->progs.qn_bare_ingress), in, 7, {}},
+		{"quench ingress, no settings", bpf_program__fd(sw->progs.qn_tc_ingress), in, 7, {}},
+		{"quench ingress, defaults", bpf_program__fd(swd->progs.qn_tc_ingress), in, 7, {}},
+		{"quench egress classifier", bpf_program__fd(sw->progs.qn_tc_egress), 0, 0, {}},
+	};
+	if (st.ok() && !baseline_obj.empty()) {
+		// An older build of the switch object (same port and route layouts): its ingress
+		// program with no settings, timed interleaved with this build's.
+		old = bpf_object__open_file(baseline_obj.c_str(), nullptr);
+		if (!old || bpf_object__load(old))
+			st = sys_error(errno, "load the baseline object " + baseline_obj);
+		else if (bpf_program *pg = bpf_object__find_program_by_name(old, "qn_tc_ingress"); !pg)
+			st = make_error(baseline_obj + " has no qn_tc_ingress");
+		else if (st = testrun_setup(old, frame); st.ok())
+			progs.push_back({"baseline ingress, no settings", bpf_program__fd(pg), in, 7, {}});
+	}
+	if (!st.ok()) {
+		cleanup();
+		return st.error();
+	}
 	// The ingress pipeline rewrites the frame (TTL, MACs), and TEST_RUN's repeat reruns the
 	// program on the same buffer: after 63 runs TTL would expire and the cheaper drop path
-	// would be timed. So time `repeat` separate single runs and take the median of the
-	// kernel-measured durations, for every program alike.
-	auto median_ns = [&](int fd, uint32_t ingress, uint32_t expect) -> Result<uint32_t> {
-		std::vector<uint32_t> d;
-		d.reserve(repeat);
-		for (uint32_t i = 0; i < repeat; i++) {
-			auto r = test_run_tc(fd, frame, ingress, 0, 1);
-			if (!r)
-				return r.error();
-			if (r->retval != expect)
-				return make_error("TEST_RUN: verdict " + std::to_string(r->retval) + ", expected " +
-						  std::to_string(expect));
-			d.push_back(r->duration_ns);
+	// would be timed. So time `repeat` separate single runs of each program, interleaved (one
+	// run of each in turn, in ABBA order, so host noise hits all alike), and take the medians of the
+	// kernel-measured durations.
+	for (auto &p : progs)
+		p.ns.reserve(repeat);
+	for (uint32_t i = 0; i < repeat && st.ok(); i++)
+		for (size_t j = 0; j < progs.size(); j++) {
+			// ABBA: forward on even rounds, backward on odd ones, so no program always
+			// runs right after another (cache warmth follows the order).
+			TimedProg &p = progs[i % 2 ? progs.size() - 1 - j : j];
+			auto r = test_run_tc(p.fd, frame, p.ingress, 0, 1);
+			if (!r) {
+				st = r.error();
+				break;
+			}
+			if (r->retval != p.expect) {
+				st = make_error(std::string("TEST_RUN of ") + p.label + ": verdict " + std::to_string(r->retval) +
+						", expected " + std::to_string(p.expect));
+				break;
+			}
+			p.ns.push_back(r->duration_ns);
 		}
-		std::nth_element(d.begin(), d.begin() + std::ptrdiff_t(d.size() / 2), d.end());
-		return d[d.size() / 2];
-	};
-	auto r_bare = median_ns(bpf_program__fd(bare->progs.qn_bare_ingress), in, 7);
-	auto r_in = median_ns(bpf_program__fd(sw->progs.qn_tc_ingress), in, 7);
-	auto r_eg = median_ns(bpf_program__fd(sw->progs.qn_tc_egress), 0, 0);
-	qn_switch__destroy(sw);
-	qn_bare__destroy(bare);
-	if (!r_bare)
-		return r_bare.error();
-	if (!r_in)
-		return r_in.error();
-	if (!r_eg)
-		return r_eg.error();
+	cleanup();
+	if (!st.ok())
+		return st.error();
 	char line[256];
 	std::snprintf(line, sizeof(line),
-		      "BPF_PROG_TEST_RUN, median of %u single runs, %zu B RoCE frame (kernel-measured ns):\n"
-		      "  bare redirect (ingress)   %4u ns\n"
-		      "  quench ingress pipeline   %4u ns\n"
-		      "  quench egress classifier  %4u ns\n",
-		      repeat, frame.size(), *r_bare, *r_in, *r_eg);
+		      "BPF_PROG_TEST_RUN, interleaved medians of %u single runs, %zu B RoCE frame (kernel-measured ns):\n",
+		      repeat, frame.size());
 	o << line;
+	for (auto &p : progs) {
+		std::nth_element(p.ns.begin(), p.ns.begin() + std::ptrdiff_t(p.ns.size() / 2), p.ns.end());
+		std::snprintf(line, sizeof(line), "  %-30s %5u ns\n", p.label, p.ns[p.ns.size() / 2]);
+		o << line;
+	}
 	return o.str();
 }
 
@@ -285,7 +346,7 @@ Result<std::string> bench_switch(const BenchOptions &o)
 	double ratio = mean(bare_mpps) > 0 ? mean(quench_mpps) / mean(bare_mpps) : 0;
 	std::snprintf(line, sizeof(line), "ratio quench/bare (medians): %.3f (goal >= 0.80)\n", ratio);
 	out << line;
-	auto costs = testrun_costs(o.testrun_repeat, frames[0]);
+	auto costs = testrun_costs(o.testrun_repeat, frames[0], o.baseline_obj);
 	if (!costs)
 		return costs.error();
 	out << *costs;

@@ -17,13 +17,21 @@ static_assert(offsetof(struct qn_port, mac) == 20, "qn_port layout changed");
 static_assert(sizeof(struct qn_fib_key) == 8, "qn_fib_key layout changed");
 static_assert(sizeof(struct qn_nexthop) == 20, "qn_nexthop layout changed");
 static_assert(sizeof(struct qn_fib_val) == 4 + 20 * QN_MAX_NEXTHOPS, "qn_fib_val layout changed");
-static_assert(sizeof(struct qn_port_stats) == 8 * (18 + QN_DROP_MAX), "qn_port_stats layout changed");
-static_assert(offsetof(struct qn_port_stats, mirrored) == 8 * 13, "qn_port_stats: append counters only");
+// Counters and settings grow by appending (one line in QN_PORT_COUNTERS, one feature sub-struct
+// at the end of qn_swcfg): the asserts pin what exists, not the total.
+#define QN_X_ONE(name, column, doc) +1
+static_assert(sizeof(struct qn_port_stats) == 8 * (0 QN_PORT_COUNTERS(QN_X_ONE) + QN_DROP_MAX),
+	      "qn_port_stats: every field is a __u64 counter of QN_PORT_COUNTERS, then the drops");
+#undef QN_X_ONE
+static_assert(offsetof(struct qn_port_stats, mirrored) == 8 * 13 && offsetof(struct qn_port_stats, sig_lost) == 8 * 17,
+	      "qn_port_stats: append counters only");
 static_assert(sizeof(struct qn_cfg) == 24, "qn_cfg layout changed");
 static_assert(sizeof(struct qn_set_buffer) == 24 && sizeof(struct qn_set_red) == 32 &&
 		      sizeof(struct qn_set_pfc) == 24 && sizeof(struct qn_set_test) == 24,
 	      "qn_swcfg feature layouts changed");
-static_assert(sizeof(struct qn_swcfg) == 104, "qn_swcfg layout changed");
+static_assert(offsetof(struct qn_swcfg, red) == 24 && offsetof(struct qn_swcfg, pfc) == 56 &&
+		      offsetof(struct qn_swcfg, test) == 80 && sizeof(struct qn_swcfg) % 8 == 0,
+	      "qn_swcfg layout changed (append feature sub-structs only)");
 static_assert(sizeof(struct qn_sig_entry) == 48 && offsetof(struct qn_sig_entry, v) == 16, "qn_sig_entry layout changed");
 static_assert(QN_SIG_RING <= QN_SIG_SEQ_MASK + 1 && (QN_SIG_RING & (QN_SIG_RING - 1)) == 0, "QN_SIG_RING");
 static_assert(QN_SIG_MAX <= 16 && QN_MAX_PORTS <= 32, "the signal mark has 4 type and 5 port bits");

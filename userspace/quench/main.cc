@@ -68,6 +68,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   schemes                                           the congestion-control schemes that exist
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue]
+               [--baseline-obj OLD_qn_switch.bpf.o]
                                                     quench's switch vs a bare redirect, side by side
   bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
 
@@ -96,6 +97,7 @@ struct Args {
 	bool verbose = false;
 	double watch = -1;
 	std::string format = "table"; // switch stats: table or json
+	std::string baseline_obj;     // bench switch --baseline-obj
 	double seconds = 1.0;
 	int rounds = 10;
 	size_t size = 64;
@@ -168,6 +170,9 @@ int parse_args(int argc, char **argv, Args &a)
 	qn::cli::number(*bsw, "--size", a.size, 1, 1e6, "frame bytes");
 	qn::cli::number(*bsw, "--senders", a.senders, 1, 1e6, "sending threads");
 	bsw->add_flag("--ecn-dequeue", a.ecn_dequeue, "RED decided at dequeue");
+	bsw->add_option("--baseline-obj", a.baseline_obj,
+			"an older qn_switch.bpf.o: its ingress TEST_RUN cost, interleaved with this build's")
+		->check(CLI::ExistingFile);
 	CLI::App *switchd = app.add_subcommand("switchd", "started by `topo up`; not for users");
 	switchd->group(""); // hidden
 	args(switchd, "NAME", true);
@@ -382,6 +387,7 @@ int cmd_bench(const Args &a)
 	o.frame_bytes = a.size;
 	o.senders = a.senders;
 	o.ecn_dequeue = a.ecn_dequeue;
+	o.baseline_obj = a.baseline_obj;
 	auto r = qn::bench_switch(o);
 	if (!r)
 		return fail(r.error().to_string());

@@ -183,7 +183,8 @@ struct qn_fib_val {
 	X(sig_echo, "", "echo signals built for packets that entered on this port") \
 	X(sig_bts, "", "BTS built for packets that entered on this port") \
 	X(sig_postcard, "", "CC-postcards built for packets that entered on this port") \
-	X(sig_lost, "", "signal requests the builder could not make (value entry gone, no route, bad frame)")
+	X(sig_lost, "", "signal requests the builder could not make (value entry gone, no route, bad frame)") \
+	X(qalarm_pkts, "qalarm", "packets that found their egress queue at or above the qalarm setting")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;
@@ -255,11 +256,15 @@ struct qn_set_test {
 	__u32 qdepth;           /* 1 = egress depths come from qn_test_qdepth (TEST_RUN has no qdisc) */
 	__u32 pad;
 };
+struct qn_set_qalarm {
+	__u64 bytes;            /* count packets finding the egress queue at or above this (0 = off) */
+};
 struct qn_swcfg {
 	struct qn_set_buffer buffer;
 	struct qn_set_red red;
 	struct qn_set_pfc pfc;
 	struct qn_set_test test;
+	struct qn_set_qalarm qalarm;
 };
 
 /* qn_dqmarks: LRU hash shared by every switch and host steering program of a topology (pinned

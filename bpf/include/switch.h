@@ -34,6 +34,7 @@
 #include "fidmon.h"
 #include "signals.h"
 #include "testknob.h"
+#include "qalarm.h"
 
 /* Scheme stages, run after RED and before the rewrite, each `r = qn_stage_X(c); if (r) return r;`
  * in a header of its own: a scheme adds its include above and one line here. */
@@ -91,6 +92,7 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	QN_STAGE(r, qn_stage_test_loss(&c));
 	QN_STAGE(r, qn_stage_admit(&c));
 	QN_STAGE(r, qn_stage_red(&c));
+	QN_STAGE(r, qn_stage_qalarm(&c));
 	QN_SCHEME_STAGES(&c, r);
 	QN_STAGE(r, qn_stage_rewrite(&c));
 	c.prio = (c.p.tos >> 5) & (QN_NUM_PRIOS - 1); /* DSCP >> 3: 26 -> 3 (data), 48 -> 6 (control) */

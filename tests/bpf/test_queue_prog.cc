@@ -383,3 +383,23 @@ TEST_CASE("qn_tc_recirc__builds_an_echo_to_the_sender", "[bpf][queue][recirc]")
 	REQUIRE(bpf_prog_test_run_opts(bpf_program__fd(fx.skel->progs.qn_tc_recirc), &opts) == 0);
 	CHECK(opts.retval == TC_ACT_SHOT_);
 }
+
+TEST_CASE("qn_tc_ingress__queue_alarm_counts_packets_at_or_above_the_setting", "[bpf][queue][qalarm]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	Bytes f = build_frame(roce());
+	fx.depth(50'000);
+	fx.ingress(f, kHostPort);
+	CHECK(fx.stats(kLoPort).qalarm_pkts == 0); // off by default
+	fx.cfg.qalarm.bytes = 60'000;
+	fx.write_cfg();
+	fx.ingress(f, kHostPort);
+	CHECK(fx.stats(kLoPort).qalarm_pkts == 0); // below
+	fx.depth(60'000);
+	fx.ingress(f, kHostPort);
+	fx.depth(900'000);
+	fx.ingress(f, kHostPort);
+	CHECK(fx.stats(kLoPort).qalarm_pkts == 2); // at and above, on the egress port
+}

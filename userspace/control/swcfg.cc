@@ -41,6 +41,8 @@ const ParamTable<qn_swcfg> &swcfg_table()
 		{"mirror_signal", K::Choice, W(test.mirror_signal), 0, 0, {"echo", "bts", "postcard"}, "test: the signal mirror_dport triggers", nullptr, "echo"},
 		{"loss", K::Number, W(test.loss_ppm, 1e6), 0, 1, {}, "test: random loss of RoCE data packets (probability)", nullptr, "0"},
 		{"qdepth", K::Flag, W(test.qdepth), 0, 0, {}, "test: egress depths from the qn_test_qdepth map", nullptr, "off"},
+		// qalarm (qalarm.h)
+		{"qalarm", K::Size, W(qalarm.bytes), 0, 1e12, {}, "count packets finding their egress queue at or above this (0 = off)", nullptr, "0"},
 	});
 	// clang-format on
 	return t;

@@ -52,6 +52,8 @@ good=(
 	"model --kmin 5KB --kmax 200KB --pmax 0.01 --enqueue --no-np --seed 3"
 	"model --dequeue --trace 8 --trace-out t.csv --queue-out q.csv --windows-out w.csv"
 	"bench switch --seconds 1 --rounds 4 --size 1024 --senders 2 --ecn-dequeue"
+	"bench switch --baseline-obj CMakeLists.txt"
+	"switch keys"
 	"bench transport --rounds 4 --seconds 1"
 )
 bad=(

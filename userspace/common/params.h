@@ -234,7 +234,9 @@ public:
 		switch (p.kind) {
 		case ParamKind::Number: {
 			char b[64];
-			std::snprintf(b, sizeof(b), "%.17g", get_num(x, p));
+			// 15 digits: every setting stored as an integer over a decimal scale (millionths)
+			// prints exactly ("0.2", not 0.20000000000000001) and reads back to the same value.
+			std::snprintf(b, sizeof(b), "%.15g", get_num(x, p));
 			return b;
 		}
 		case ParamKind::Time:

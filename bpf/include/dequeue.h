@@ -30,7 +30,6 @@ struct qn_dq_ctx {
 	__u64 now;                    /* wall ns */
 	__u64 backlog;                /* bytes queued behind the last packet of the bulk */
 	__u32 eport;
-	int i, packets;               /* position in the bulk */
 };
 
 /* Release stage: the packet's accounting (only packets the ingress pipeline charged). */
@@ -111,7 +110,6 @@ static __always_inline void qn_dq_sample(struct qn_dq_ctx *d, const struct Qdisc
 static __always_inline void qn_dq_one(struct qn_dq_ctx *d, struct sk_buff *skb, int i, int packets)
 {
 	d->skb = skb;
-	d->i = i;
 	if (d->fp) /* a bulk's earlier packets leave the later ones queued */
 		qn_fid_departure(d->fp, d->eport, skb->len, d->now, i + 1 < packets ? 1 : d->backlog);
 	qn_dq_red(d);
@@ -139,7 +137,6 @@ static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_
 	d.now = bpf_ktime_get_ns();
 	d.backlog = q->qstats.backlog;
 	d.fp = bpf_map_lookup_elem(&qn_fid, &d.eport);
-	d.packets = packets;
 	/* Written out, not a loop: clang 14 lays this loop out with the head reached by a plain
 	 * fall-through, and 6.1's CFG check refuses such a back-edge ("back-edge from insn N to
 	 * N+1", measured in the 6.1 VM); newer kernels accept it. No loop, no back-edge. */

@@ -6,9 +6,10 @@
  * departing packet, over one struct qn_dq_ctx:
  *   fidelity   fidmon.h  departure monitor
  *   red        here      RED at dequeue on the backlog behind the packet (dqmark.h), when set
- *   release    here, pfc.h  egress, buffer and (ingress port, priority) accounting; XON
+ *   release    here, acct.h egress, buffer and (ingress port, priority) accounting; XON
  * and per port, once per hook: peak depth and a dequeue-time queue sample (qn_qsamples) at most
- * every qn_cfg.sample_interval_wall_ns.
+ * every qn_cfg.sample_interval_wall_ns; a port found empty has its unseen departures released
+ * (acct.h).
  */
 #ifndef QN_DEQUEUE_H
 #define QN_DEQUEUE_H
@@ -17,10 +18,12 @@
 #include "dqmark.h"
 #include "fidmon.h"
 #include "pfc.h"
+#include "acct.h"
 #include "queue.h"
 
-#define QN_DEQ_MAX_BULK 8 /* (the QN_DQ_STEP lines below) skbs a bulk dequeue may chain (veth without BQL dequeues one);
-                           * skbs beyond it would keep their accounting charged */
+#define QN_DEQ_MAX_BULK 9 /* (the QN_DQ_STEP lines below) skbs a bulk dequeue may chain: 1 + 8 on a
+                           * multi-queue device (try_bulk_dequeue_skb_slow); a single-queue veth without
+                           * BQL dequeues one. Skbs beyond it are released by the repair (acct.h). */
 
 struct qn_dq_ctx {
 	struct sk_buff *skb;          /* the departing packet */
@@ -32,21 +35,17 @@ struct qn_dq_ctx {
 	__u32 eport;
 };
 
-/* Release stage: the packet's accounting (only packets the ingress pipeline charged). */
+/* Release stage: the packet's accounting (only packets the ingress pipeline charged, and only
+ * once: acct.h). */
 static __always_inline void qn_dq_release(struct qn_dq_ctx *d)
 {
-	__u32 mark = d->skb->mark, len = d->skb->len, zero = 0;
-	__s64 *used;
+	__u32 mark = d->skb->mark, len = d->skb->len, in_port, prio;
 
 	if ((mark & QN_MARK_MAGIC_MASK) != QN_MARK_MAGIC)
 		return;
-	__sync_fetch_and_add(&d->qs->acct_bytes, -(__s64)len);
-	__sync_fetch_and_add(&d->qs->acct_pkts, -1);
-	used = bpf_map_lookup_elem(&qn_buffer, &zero);
-	if (used)
-		__sync_fetch_and_add(used, -(__s64)len);
-	qn_pfc_release(&d->cfg->pfc, (mark >> QN_MARK_PORT_SHIFT) & (QN_MAX_PORTS - 1),
-		       (mark >> QN_MARK_PRIO_SHIFT) & (QN_NUM_PRIOS - 1), len, d->now);
+	in_port = (mark >> QN_MARK_PORT_SHIFT) & (QN_MAX_PORTS - 1);
+	prio = (mark >> QN_MARK_PRIO_SHIFT) & (QN_NUM_PRIOS - 1);
+	qn_acct_release(&d->cfg->pfc, d->qs, d->eport, in_port, prio, len, d->now);
 }
 
 /* RED stage at dequeue: `backlog` is the port's queue after this packet left (the tracepoint
@@ -153,9 +152,13 @@ static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_
 	QN_DQ_STEP(5)
 	QN_DQ_STEP(6)
 	QN_DQ_STEP(7)
+	QN_DQ_STEP(8)
 #undef QN_DQ_STEP
 done:
 	qn_dq_sample(&d, q);
+	/* The queue is empty: anything still charged toward it left unseen (acct.h). */
+	if (!d.backlog && !q->q.qlen && d.qs->acct_bytes > 0)
+		qn_acct_repair(d.cfg, d.qs, d.eport, d.now);
 	return 0;
 }
 

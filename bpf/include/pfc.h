@@ -35,18 +35,20 @@ static __always_inline struct qn_pfc_acct *qn_pfc_acct_of(__u32 port_no, __u32 p
 }
 
 /*
- * qn_pfc_charge - charge `len` bytes to (in_port, prio); on a host-facing port with PFC on, the
- * first crossing of the XOFF threshold pauses the peer. `st`: the ingress port's counters.
+ * qn_pfc_charge - charge `len` bytes toward egress port `eport` to (in_port, prio); on a
+ * host-facing port with PFC on, the first crossing of the XOFF threshold pauses the peer.
+ * `st`: the ingress port's counters.
  */
 static __always_inline void qn_pfc_charge(const struct qn_set_pfc *pfc, const struct qn_port *in,
 					  struct qn_port_stats *st, __u32 ifindex, __u32 in_port, __u32 prio,
-					  __u32 len, __u64 now)
+					  __u32 eport, __u32 len, __u64 now)
 {
 	struct qn_pfc_acct *pa = qn_pfc_acct_of(in_port, prio);
 	__s64 b;
 
 	if (!pa)
 		return;
+	__sync_fetch_and_add(&pa->by_egress[eport & (QN_MAX_PORTS - 1)], len);
 	b = __sync_fetch_and_add(&pa->bytes, len) + len;
 	if (pfc->on && in->role == QN_ROLE_HOST && b >= (__s64)pfc->xoff_bytes &&
 	    __sync_val_compare_and_swap(&pa->paused, 0, 1) == 0) {
@@ -56,15 +58,11 @@ static __always_inline void qn_pfc_charge(const struct qn_set_pfc *pfc, const st
 	}
 }
 
-/* qn_pfc_release - release `len` bytes of (in_port, prio) at departure; a paused peer whose
+/* qn_pfc_release - release `len` bytes of account `pa` (in_port, prio); a paused peer whose
  * account fell to the XON threshold is resumed and its pause time counted. */
-static __always_inline void qn_pfc_release(const struct qn_set_pfc *pfc, __u32 in_port, __u32 prio, __u32 len,
-					   __u64 now)
+static __always_inline void qn_pfc_release(const struct qn_set_pfc *pfc, struct qn_pfc_acct *pa, __u32 in_port,
+					   __u32 prio, __u32 len, __u64 now)
 {
-	struct qn_pfc_acct *pa = qn_pfc_acct_of(in_port, prio);
-
-	if (!pa)
-		return;
 	if (__sync_fetch_and_add(&pa->bytes, -(__s64)len) - (__s64)len <= (__s64)pfc->xon_bytes && pa->paused &&
 	    __sync_val_compare_and_swap(&pa->paused, 1, 0) == 1) {
 		__u32 in = in_port & (QN_MAX_PORTS - 1);

@@ -184,7 +184,8 @@ struct qn_fib_val {
 	X(sig_bts, "", "BTS built for packets that entered on this port") \
 	X(sig_postcard, "", "CC-postcards built for packets that entered on this port") \
 	X(sig_lost, "", "signal requests the builder could not make (value entry gone, no route, bad frame)") \
-	X(qalarm_pkts, "qalarm", "packets that found their egress queue at or above the qalarm setting")
+	X(qalarm_pkts, "qalarm", "packets that found their egress queue at or above the qalarm setting") \
+	X(acct_repaired, "", "bytes charged toward this port whose departure the dequeue hook never saw, released when its queue was found empty")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;
@@ -306,6 +307,8 @@ struct qn_pfc_acct {
 	__s64 bytes;            /* charged at enqueue, released at dequeue */
 	__u64 paused;           /* 1 while the peer is held in XOFF (64-bit: BPF cmpxchg) */
 	__u64 since_ns;         /* wall ns of the XOFF that started the pause */
+	__s64 by_egress[QN_MAX_PORTS]; /* of the charges, those not yet released, by egress port
+	                                * (acct.h: what the repair releases when a queue is empty) */
 };
 
 /* Ring buffer records. */

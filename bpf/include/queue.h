@@ -6,7 +6,8 @@
  * and q.qlen) through the net_device pointer that port's egress hook recorded; the virtual queue
  * (bytes in - wall rate x elapsed) is the fallback. Accounting: bytes are charged per egress
  * port, per (ingress port, priority) and for the whole buffer when the ingress pipeline
- * forwards a packet, and released by the qdisc_dequeue tracepoint. Units: bytes; times are
+ * forwards a packet, and released by the qdisc_dequeue tracepoint (acct.h: exact when departures go
+ * unseen). Units: bytes; times are
  * wall-clock ns (bpf_ktime_get_ns).
  */
 #ifndef QN_QUEUE_H

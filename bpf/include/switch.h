@@ -98,7 +98,7 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	c.prio = (c.p.tos >> 5) & (QN_NUM_PRIOS - 1); /* DSCP >> 3: 26 -> 3 (data), 48 -> 6 (control) */
 	if (c.cfg && c.qs) {
 		qn_stage_charge(&c);
-		qn_pfc_charge(&c.cfg->pfc, c.in, c.st, c.ifindex, c.in_port, c.prio, c.len, c.now);
+		qn_pfc_charge(&c.cfg->pfc, c.in, c.st, c.ifindex, c.in_port, c.prio, c.eport, c.len, c.now);
 	}
 	QN_STAGE(r, qn_stage_test_mirror(&c));
 	qn_sig_emit(&c);

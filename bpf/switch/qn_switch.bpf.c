@@ -36,4 +36,11 @@ int qn_tc_recirc(struct __sk_buff *skb)
 	return qn_recirc_build(skb);
 }
 
+/* The accounting sweep, run by the control thread through BPF_PROG_TEST_RUN; see acct.h. */
+SEC("tc")
+int qn_tc_sweep(struct __sk_buff *skb)
+{
+	return qn_acct_sweep();
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

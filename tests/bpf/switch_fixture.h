@@ -140,6 +140,12 @@ struct SwitchFixture {
 		REQUIRE(r.ok());
 		return *r;
 	}
+	// The control thread's accounting sweep (acct.h); it ignores the frame it runs on.
+	void sweep(const Bytes &f)
+	{
+		auto r = test_run_tc(bpf_program__fd(skel->progs.qn_tc_sweep), f, 0);
+		REQUIRE(r.ok());
+	}
 };
 
 inline FrameSpec roce(uint32_t dst = kDst)

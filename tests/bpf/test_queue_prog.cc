@@ -340,6 +340,79 @@ TEST_CASE("qn_tc_ingress__pfc_xoff_event", "[bpf][queue][pfc]")
 	ring_buffer__free(rb);
 }
 
+// TEST_RUN redirects nowhere: a charged packet never departs, exactly as a departure the dequeue
+// hook did not see (acct.h). The sweep must release it once the port's real queue reads empty.
+TEST_CASE("qn_tc_sweep__releases_charges_whose_departure_went_unseen", "[bpf][queue][pfc][acct]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.cfg.pfc.on = 1;
+	fx.cfg.pfc.quanta = 4096;
+	fx.cfg.pfc.xoff_bytes = 1000;
+	fx.cfg.pfc.xon_bytes = 500;
+	fx.write_cfg();
+	fx.depth(0);
+	std::vector<qn_pfc_event> events;
+	auto cb = [](void *ctx, void *data, size_t len) -> int {
+		if (len == sizeof(qn_pfc_event)) {
+			qn_pfc_event e;
+			std::memcpy(&e, data, sizeof(e));
+			static_cast<std::vector<qn_pfc_event> *>(ctx)->push_back(e);
+		}
+		return 0;
+	};
+	ring_buffer *rb = ring_buffer__new(bpf_map__fd(fx.skel->maps.qn_pfc_events), cb, &events, nullptr);
+	REQUIRE(rb);
+	Bytes f = build_frame(roce()); // priority 3, toward lo (port 2)
+	const int n = 10;
+	for (int i = 0; i < n; i++)
+		fx.ingress(f, kHostPort);
+	const int64_t charged = int64_t(n) * int64_t(f.size());
+	auto pfc_bytes = [&] {
+		uint32_t k = 0 * QN_NUM_PRIOS + 3;
+		qn_pfc_acct a{};
+		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(fx.skel->maps.qn_pfc_acct), &k, &a) == 0);
+		return a.bytes;
+	};
+	ring_buffer__consume(rb);
+	REQUIRE(events.size() == 1); // the XOFF
+	REQUIRE(fx.qstate().acct_bytes == charged);
+	REQUIRE(pfc_bytes() == charged);
+
+	SECTION("a port whose queue was never read keeps its charges (the sweep needs an empty real queue)")
+	{
+		fx.sweep(f);
+		ring_buffer__consume(rb);
+		CHECK(fx.qstate().acct_bytes == charged);
+		CHECK(fx.buffer_used() == charged);
+		CHECK(pfc_bytes() == charged);
+		CHECK(fx.stats(kLoPort).acct_repaired == 0);
+		CHECK(events.size() == 1);
+	}
+	SECTION("found empty: every charge is released once and the paused peer resumes")
+	{
+		fx.egress(f); // records lo's net_device; lo's queue (noqueue) is empty
+		fx.sweep(f);
+		ring_buffer__consume(rb);
+		CHECK(fx.qstate().acct_bytes == 0);
+		CHECK(fx.qstate().acct_pkts == 0);
+		CHECK(fx.buffer_used() == 0);
+		CHECK(pfc_bytes() == 0);
+		CHECK(fx.stats(kLoPort).acct_repaired == uint64_t(charged));
+		REQUIRE(events.size() == 2);
+		CHECK(events[1].quanta == 0); // XON
+		CHECK(events[1].port_no == 0);
+		CHECK(events[1].prio == 3);
+		CHECK(fx.stats(0).pfc_xon_sent == 1);
+		// Nothing is left to release: a second sweep changes nothing.
+		fx.sweep(f);
+		CHECK(fx.buffer_used() == 0);
+		CHECK(fx.stats(kLoPort).acct_repaired == uint64_t(charged));
+	}
+	ring_buffer__free(rb);
+}
+
 TEST_CASE("qn_tc_recirc__builds_an_echo_to_the_sender", "[bpf][queue][recirc]")
 {
 	if (!have_root())

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # netns: edge PFC. With XOFF low on s1 and a sender that honors PAUSE, 802.1Qbb XOFF frames
-# (priority 3, quanta 65535) and XON frames (quanta 0) reach the sender, and s1 drops nothing.
+# (priority 3, quanta 65535) and XON frames (quanta 0) reach the sender, s1 drops nothing, and
+# s1's buffer accounting returns to zero once its queues drained.
 source "$(dirname "$0")/lib.sh"
 
 # Under emulation a raw sender reaches ~30 Mbit/s: the bottleneck must be well below that. The
@@ -23,6 +24,16 @@ xoff=$(field "$WORK/tx.out" xoff pfc); xon=$(field "$WORK/tx.out" xon pfc); q=$(
 if echo "$stats" | grep -E '^  s1-p[0-9]+:.*(buffer|truncated|redirect)='; then
 	fail "s1 dropped packets while PFC was on"
 fi
+# Expect: once the queues drained, s1 holds no charge: every byte charged at ingress was released
+# at departure, or by the accounting repair when the dequeue hook missed the departure (acct.h).
+# Before the repair existed, 0.3-2% of departures stayed charged here and could hold h1 paused.
+used=""
+for _ in $(seq 50); do
+	used=$("$QUENCH" switch stats "${TOPO_NAME}/s1" --format json | jq '.switches[0].buffer_used')
+	[ "$used" = 0 ] && break
+	sleep 0.1
+done
+[ "$used" = 0 ] || fail "s1 still accounts $used B of buffer after its queues drained"
 sw_xoff=$("$QUENCH" switch stats "${TOPO_NAME}/s1" --format json | jq '.switches[0].ports[] | select(.ifname == "s1-p1") | .counters.pfc_xoff_sent')
 [ "${sw_xoff:-0}" != 0 ] || fail "s1 counted no XOFF on s1-p1"
 pass "sender saw $xoff XOFF (incl. refreshes) and $xon XON at priority 3; no drops"

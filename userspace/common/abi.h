@@ -38,7 +38,7 @@ static_assert(QN_SIG_MAX <= 16 && QN_MAX_PORTS <= 32, "the signal mark has 4 typ
 static_assert(sizeof(struct qn_dqkey) == 12, "qn_dqkey layout changed");
 static_assert(sizeof(struct qn_qstate) == 80, "qn_qstate layout changed");
 static_assert(sizeof(struct qn_test_qdepth) == 16, "qn_test_qdepth layout changed");
-static_assert(sizeof(struct qn_pfc_acct) == 24, "qn_pfc_acct layout changed");
+static_assert(sizeof(struct qn_pfc_acct) == 24 + 8 * QN_MAX_PORTS, "qn_pfc_acct layout changed");
 static_assert(sizeof(struct qn_pfc_event) == 16, "qn_pfc_event layout changed");
 static_assert(sizeof(struct qn_qsample) == 24, "qn_qsample layout changed");
 static_assert(sizeof(struct qn_fid_mon) == 256, "qn_fid_mon layout changed");

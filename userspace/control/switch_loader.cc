@@ -339,7 +339,8 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 	// Pin the programs too, so `bpftool prog show pinned` and a later re-attach find them.
 	for (auto [prog, name] : {std::pair{skel->progs.qn_tc_ingress, "prog_ingress"},
 				  std::pair{skel->progs.qn_tc_egress, "prog_egress"},
-				  std::pair{skel->progs.qn_tp_dequeue, "prog_dequeue"}}) {
+				  std::pair{skel->progs.qn_tp_dequeue, "prog_dequeue"},
+				  std::pair{skel->progs.qn_tc_sweep, "prog_sweep"}}) {
 		std::string path = dir + "/" + name;
 		int err = bpf_program__pin(prog, path.c_str());
 		if (err)

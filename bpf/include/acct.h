@@ -93,12 +93,9 @@ static long qn_repair_cell(__u32 i, void *arg)
 	cell = &pa->by_egress[x->eport & (QN_MAX_PORTS - 1)];
 	if (*cell <= 0)
 		return 0;
-	b = __sync_lock_test_and_set(cell, 0);
-	if (b <= 0) {
-		if (b)
-			__sync_fetch_and_add(cell, b); /* never charged negative: put it back */
+	b = __sync_lock_test_and_set(cell, 0); /* never negative: only a compare-and-swap takes */
+	if (b <= 0)
 		return 0;
-	}
 	qn_pfc_release(x->pfc, pa, i / QN_NUM_PRIOS, i % QN_NUM_PRIOS, (__u32)b, x->now);
 	x->taken += b;
 	return 0;

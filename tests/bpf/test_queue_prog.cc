@@ -291,6 +291,28 @@ TEST_CASE("qn_tc_ingress__accounting_and_mark", "[bpf][queue]")
 	CHECK(fx.qstate().peak_bytes >= 12'345);
 }
 
+// XOFF/XON requests the programs posted to qn_pfc_events, read as the control thread would.
+struct PfcEvents {
+	std::vector<qn_pfc_event> events;
+	ring_buffer *rb = nullptr;
+	explicit PfcEvents(QueueFixture &fx)
+	{
+		rb = ring_buffer__new(bpf_map__fd(fx.skel->maps.qn_pfc_events), on_event, &events, nullptr);
+		REQUIRE(rb);
+	}
+	~PfcEvents() { ring_buffer__free(rb); }
+	void consume() { ring_buffer__consume(rb); }
+	static int on_event(void *ctx, void *data, size_t len)
+	{
+		if (len == sizeof(qn_pfc_event)) {
+			qn_pfc_event e;
+			std::memcpy(&e, data, sizeof(e));
+			static_cast<std::vector<qn_pfc_event> *>(ctx)->push_back(e);
+		}
+		return 0;
+	}
+};
+
 TEST_CASE("qn_tc_ingress__pfc_xoff_event", "[bpf][queue][pfc]")
 {
 	if (!have_root())
@@ -302,29 +324,20 @@ TEST_CASE("qn_tc_ingress__pfc_xoff_event", "[bpf][queue][pfc]")
 	fx.cfg.pfc.xon_bytes = 500;
 	fx.write_cfg();
 	fx.depth(0);
-	std::vector<qn_pfc_event> events;
-	auto cb = [](void *ctx, void *data, size_t len) -> int {
-		if (len == sizeof(qn_pfc_event)) {
-			qn_pfc_event e;
-			std::memcpy(&e, data, sizeof(e));
-			static_cast<std::vector<qn_pfc_event> *>(ctx)->push_back(e);
-		}
-		return 0;
-	};
-	ring_buffer *rb = ring_buffer__new(bpf_map__fd(fx.skel->maps.qn_pfc_events), cb, &events, nullptr);
-	REQUIRE(rb);
+	PfcEvents pev(fx);
+	std::vector<qn_pfc_event> &events = pev.events;
 	Bytes f = build_frame(roce()); // 118 B, DSCP 26 -> priority 3
 	int sent = 0;
 	while ((sent + 1) * int(f.size()) < 1000) { // stay below XOFF
 		fx.ingress(f, kHostPort);
 		sent++;
 	}
-	ring_buffer__consume(rb);
+	pev.consume();
 	// Expect: no event until the (port 0, prio 3) account reaches XOFF.
 	CHECK(events.empty());
 	fx.ingress(f, kHostPort);
 	fx.ingress(f, kHostPort); // still paused: no second XOFF
-	ring_buffer__consume(rb);
+	pev.consume();
 	REQUIRE(events.size() == 1);
 	CHECK(events[0].port_no == 0);
 	CHECK(events[0].prio == 3);
@@ -335,9 +348,8 @@ TEST_CASE("qn_tc_ingress__pfc_xoff_event", "[bpf][queue][pfc]")
 	events.clear();
 	for (int i = 0; i < 20; i++)
 		fx.ingress(f, kSwitchPort);
-	ring_buffer__consume(rb);
+	pev.consume();
 	CHECK(events.empty());
-	ring_buffer__free(rb);
 }
 
 // TEST_RUN redirects nowhere: a charged packet never departs, exactly as a departure the dequeue
@@ -353,17 +365,8 @@ TEST_CASE("qn_tc_sweep__releases_charges_whose_departure_went_unseen", "[bpf][qu
 	fx.cfg.pfc.xon_bytes = 500;
 	fx.write_cfg();
 	fx.depth(0);
-	std::vector<qn_pfc_event> events;
-	auto cb = [](void *ctx, void *data, size_t len) -> int {
-		if (len == sizeof(qn_pfc_event)) {
-			qn_pfc_event e;
-			std::memcpy(&e, data, sizeof(e));
-			static_cast<std::vector<qn_pfc_event> *>(ctx)->push_back(e);
-		}
-		return 0;
-	};
-	ring_buffer *rb = ring_buffer__new(bpf_map__fd(fx.skel->maps.qn_pfc_events), cb, &events, nullptr);
-	REQUIRE(rb);
+	PfcEvents pev(fx);
+	std::vector<qn_pfc_event> &events = pev.events;
 	Bytes f = build_frame(roce()); // priority 3, toward lo (port 2)
 	const int n = 10;
 	for (int i = 0; i < n; i++)
@@ -375,7 +378,7 @@ TEST_CASE("qn_tc_sweep__releases_charges_whose_departure_went_unseen", "[bpf][qu
 		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(fx.skel->maps.qn_pfc_acct), &k, &a) == 0);
 		return a.bytes;
 	};
-	ring_buffer__consume(rb);
+	pev.consume();
 	REQUIRE(events.size() == 1); // the XOFF
 	REQUIRE(fx.qstate().acct_bytes == charged);
 	REQUIRE(pfc_bytes() == charged);
@@ -383,7 +386,7 @@ TEST_CASE("qn_tc_sweep__releases_charges_whose_departure_went_unseen", "[bpf][qu
 	SECTION("a port whose queue was never read keeps its charges (the sweep needs an empty real queue)")
 	{
 		fx.sweep(f);
-		ring_buffer__consume(rb);
+		pev.consume();
 		CHECK(fx.qstate().acct_bytes == charged);
 		CHECK(fx.buffer_used() == charged);
 		CHECK(pfc_bytes() == charged);
@@ -394,7 +397,7 @@ TEST_CASE("qn_tc_sweep__releases_charges_whose_departure_went_unseen", "[bpf][qu
 	{
 		fx.egress(f); // records lo's net_device; lo's queue (noqueue) is empty
 		fx.sweep(f);
-		ring_buffer__consume(rb);
+		pev.consume();
 		CHECK(fx.qstate().acct_bytes == 0);
 		CHECK(fx.qstate().acct_pkts == 0);
 		CHECK(fx.buffer_used() == 0);
@@ -410,7 +413,6 @@ TEST_CASE("qn_tc_sweep__releases_charges_whose_departure_went_unseen", "[bpf][qu
 		CHECK(fx.buffer_used() == 0);
 		CHECK(fx.stats(kLoPort).acct_repaired == uint64_t(charged));
 	}
-	ring_buffer__free(rb);
 }
 
 TEST_CASE("qn_tc_recirc__builds_an_echo_to_the_sender", "[bpf][queue][recirc]")

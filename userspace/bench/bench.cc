@@ -308,6 +308,8 @@ Result<std::string> bench_switch(const BenchOptions &o)
 	for (int r = 0; r < o.rounds; r++) {
 		for (int k = 0; k < 2; k++) {
 			bool quench_now = (k == 0) == (r % 2 == 0);
+			if (!o.only.empty() && quench_now != (o.only == "quench"))
+				continue;
 			if (quench_now)
 				QN_TRY(reattach_switch(t, s1));
 			else
@@ -334,6 +336,7 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, ABBA order; RED/ECN at %s\n",
 		      frames[0].size(), o.senders, o.rounds, o.seconds, o.ecn_dequeue ? "dequeue" : "enqueue");
 	out << line;
+	out << bpf_stats_warning();
 	out << "variant                 ";
 	for (int r = 0; r < o.rounds; r++) {
 		std::snprintf(line, sizeof(line), " round%-3d", r + 1);
@@ -341,6 +344,8 @@ Result<std::string> bench_switch(const BenchOptions &o)
 	}
 	out << "  median Mpps\n";
 	for (auto [name, v] : {std::pair{"bare redirect", &bare_mpps}, std::pair{"quench switch", &quench_mpps}}) {
+		if (v->empty())
+			continue;
 		std::snprintf(line, sizeof(line), "%-24s", name);
 		out << line;
 		for (double x : *v) {
@@ -350,9 +355,15 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		std::snprintf(line, sizeof(line), "  %11.3f\n", mean(*v));
 		out << line;
 	}
-	double ratio = mean(bare_mpps) > 0 ? mean(quench_mpps) / mean(bare_mpps) : 0;
-	std::snprintf(line, sizeof(line), "ratio quench/bare (medians): %.3f (goal >= 0.80)\n", ratio);
-	out << line;
+	if (o.only.empty()) {
+		double ratio = mean(bare_mpps) > 0 ? mean(quench_mpps) / mean(bare_mpps) : 0;
+		std::snprintf(line, sizeof(line), "ratio quench/bare (medians): %.3f (goal >= 0.80)\n", ratio);
+		out << line;
+	} else {
+		out << "only " << o.only << " ran (--only): no ratio\n";
+	}
+	if (!o.only.empty())
+		return out.str(); // a profile of the forwarding path alone
 	auto costs = testrun_costs(o.testrun_repeat, frames[0], o.baseline_obj);
 	if (!costs)
 		return costs.error();

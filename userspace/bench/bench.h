@@ -17,6 +17,7 @@ struct BenchOptions {
 	uint32_t testrun_repeat = 20000; // single TEST_RUN calls whose median is reported
 	bool ecn_dequeue = false; // the quench switch decides RED at dequeue (switch setting ecn_at)
 	std::string baseline_obj; // an older qn_switch.bpf.o whose ingress TEST_RUN cost is compared
+	std::string only;         // "quench" or "bare": run that variant alone (to profile it); "" both
 };
 
 // Return: the report text; the bench topology is removed on every path.

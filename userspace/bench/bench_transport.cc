@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/testrun.h"
 #include "control/bringup.h"
 #include "control/engine_desc.h"
 #include "control/netns.h"
@@ -375,7 +376,7 @@ Result<std::string> bench_transport(const TransportBenchOptions &o)
 		      o.rounds, med(eb50), med(eb99), med(es50), med(es99), med(r50), med(r99), med(u50), med(u99),
 		      med(u50) / med(eb50), med(u99) / med(eb99), med(eb50) / med(r50), med(eb99) / med(r99), med(raw_tx),
 		      med(eng_gp), med(eng_gp) / med(raw_tx), med(eng_gp16), med(eng_gp16) / med(raw_tx), med(eng_mps), lost);
-	return std::string(buf);
+	return std::string(buf) + bpf_stats_warning();
 }
 
 } // namespace qn::tp

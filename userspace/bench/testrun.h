@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "common/result.h"
 #include "control/packet.h"
@@ -23,5 +24,10 @@ Result<TestRunOut> test_run_tc(int prog_fd, const Bytes &in, uint32_t ingress_if
 			       uint32_t repeat = 1);
 // Run an XDP program; rx_queue is the queue index seen by the program.
 Result<TestRunOut> test_run_xdp(int prog_fd, const Bytes &in, uint32_t repeat = 1);
+
+// A warning line when the kernel's BPF run-time statistics are on (kernel.bpf_stats_enabled=1:
+// every program run then reads sched_clock twice, ~100-200 ns on this VM's pvclock), else "".
+// A benchmark comparing pipelines with different numbers of programs per packet is skewed by it.
+std::string bpf_stats_warning();
 
 } // namespace qn

@@ -68,7 +68,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   schemes                                           the congestion-control schemes that exist
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue]
-               [--baseline-obj OLD_qn_switch.bpf.o]
+               [--baseline-obj OLD_qn_switch.bpf.o] [--only quench|bare]
                                                     quench's switch vs a bare redirect, side by side
   bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
 
@@ -98,6 +98,7 @@ struct Args {
 	double watch = -1;
 	std::string format = "table"; // switch stats: table or json
 	std::string baseline_obj;     // bench switch --baseline-obj
+	std::string only;             // bench switch --only
 	double seconds = 1.0;
 	int rounds = 10;
 	size_t size = 64;
@@ -173,6 +174,8 @@ int parse_args(int argc, char **argv, Args &a)
 	bsw->add_option("--baseline-obj", a.baseline_obj,
 			"an older qn_switch.bpf.o: its ingress TEST_RUN cost, interleaved with this build's")
 		->check(CLI::ExistingFile);
+	bsw->add_option("--only", a.only, "run one variant alone, e.g. under perf record (no ratio)")
+		->check(CLI::IsMember({"quench", "bare"}));
 	CLI::App *switchd = app.add_subcommand("switchd", "started by `topo up`; not for users");
 	switchd->group(""); // hidden
 	args(switchd, "NAME", true);
@@ -388,6 +391,7 @@ int cmd_bench(const Args &a)
 	o.senders = a.senders;
 	o.ecn_dequeue = a.ecn_dequeue;
 	o.baseline_obj = a.baseline_obj;
+	o.only = a.only;
 	auto r = qn::bench_switch(o);
 	if (!r)
 		return fail(r.error().to_string());

@@ -185,7 +185,10 @@ struct qn_fib_val {
 	X(sig_postcard, "", "CC-postcards built for packets that entered on this port") \
 	X(sig_lost, "", "signal requests the builder could not make (value entry gone, no route, bad frame)") \
 	X(qalarm_pkts, "qalarm", "packets that found their egress queue at or above the qalarm setting") \
-	X(acct_repaired, "", "bytes charged toward this port whose departure the dequeue hook never saw, released when its queue was found empty")
+	X(acct_repaired, "", "bytes charged toward this port whose departure the dequeue hook never saw, released when its queue was found empty") \
+	X(sfc_congested, "sfc_cong", "SFC-eligible packets that found this port's queue over sfc_qth") \
+	X(sfc_bts_queue, "bts_q", "of them, BTS requested (origin: this switch's queue)") \
+	X(sfc_suppressed, "", "of them, suppressed by the Bloom filter (flow signalled in this epoch)")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;
@@ -260,13 +263,24 @@ struct qn_set_test {
 struct qn_set_qalarm {
 	__u64 bytes;            /* count packets finding the egress queue at or above this (0 = off) */
 };
+/* SFC's congestion point (sfc.h, sfc.md §3.1-§3.3). */
+struct qn_set_sfc {
+	__u32 on;               /* 1 = BTS from this switch's ingress */
+	__u32 pad;
+	__u64 qth_bytes;        /* Q_Th: a BTS when the egress queue is over this */
+	__u64 qtg_bytes;        /* Q_Tg: the pause drains the queue to this */
+	__u64 tbf_ns;           /* T_BF: Bloom filter epoch (0 = no suppression) */
+};
 struct qn_swcfg {
 	struct qn_set_buffer buffer;
 	struct qn_set_red red;
 	struct qn_set_pfc pfc;
 	struct qn_set_test test;
 	struct qn_set_qalarm qalarm;
+	struct qn_set_sfc sfc;
 };
+#define QN_SFC_BLOOM_HASHES 3   /* sfc.md §4: 3 hash functions */
+#define QN_SFC_BLOOM_CELLS 4096 /* cells per hash (a power of two) */
 
 /* qn_dqmarks: LRU hash shared by every switch and host steering program of a topology (pinned
  * at /sys/fs/bpf/quench/<topology>/qn_dqmarks). A switch's dequeue hook, which cannot write the

@@ -13,7 +13,8 @@
  *   test_loss    testknob.h injected loss (test knob)
  *   admit        queue.h    dynamic-threshold admission
  *   red          red.h      RED/ECN decision at enqueue
- *   (schemes)    one header per scheme stage, registered in QN_SCHEME_STAGES below
+ *   (schemes)    one header per scheme stage, registered in QN_SCHEME_STAGES below:
+ *                sfc.h (SFC's BTS trigger)
  *   rewrite      fwd.h      TTL, CE, MACs
  *   charge, pfc  queue.h, pfc.h  accounting released at dequeue; XOFF
  *   test_mirror  testknob.h signal trigger (test knob)
@@ -35,10 +36,13 @@
 #include "signals.h"
 #include "testknob.h"
 #include "qalarm.h"
+#include "sfc.h"
 
 /* Scheme stages, run after RED and before the rewrite, each `r = qn_stage_X(c); if (r) return r;`
  * in a header of its own: a scheme adds its include above and one line here. */
-#define QN_SCHEME_STAGES(c, r) do { } while (0)
+#define QN_SCHEME_STAGES(c, r) do {                                                          \
+		QN_STAGE(r, qn_stage_sfc(c));     /* sfc.h */                                  \
+	} while (0)
 
 #define QN_STAGE(r, call) do { (r) = (call); if (r) goto drop; } while (0)
 

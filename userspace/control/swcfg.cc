@@ -43,6 +43,11 @@ const ParamTable<qn_swcfg> &swcfg_table()
 		{"qdepth", K::Flag, W(test.qdepth), 0, 0, {}, "test: egress depths from the qn_test_qdepth map", nullptr, "off"},
 		// qalarm (qalarm.h)
 		{"qalarm", K::Size, W(qalarm.bytes), 0, 1e12, {}, "count packets finding their egress queue at or above this (0 = off)", nullptr, "0"},
+		// sfc: SFC's congestion point (sfc.h, docs/sfc.md); a scheme with /sfc derives the values
+		{"sfc", K::Flag, W(sfc.on), 0, 0, {}, "SFC: back-to-sender signals (BTS) from ingress", nullptr, "off"},
+		{"sfc_qth", K::Size, W(sfc.qth_bytes), 0, 1e12, {}, "SFC Q_Th: a BTS when the egress queue is over this", nullptr, "250000"},
+		{"sfc_qtg", K::Size, W(sfc.qtg_bytes), 0, 1e12, {}, "SFC Q_Tg: the pause drains the queue to this", nullptr, "125000"},
+		{"sfc_tbf", K::Time, W(sfc.tbf_ns), 0, 1e12, {}, "SFC T_BF: Bloom filter epoch, fabric time (0 = no suppression)", nullptr, "5us"},
 	});
 	// clang-format on
 	return t;
@@ -87,6 +92,9 @@ Status validate_swcfg(const qn_swcfg &c)
 	if (c.pfc.xon_bytes > c.pfc.xoff_bytes)
 		return make_error("xon (" + std::to_string(c.pfc.xon_bytes) + ") is above xoff (" +
 				  std::to_string(c.pfc.xoff_bytes) + ")");
+	if (c.sfc.qtg_bytes > c.sfc.qth_bytes)
+		return make_error("sfc_qtg (" + std::to_string(c.sfc.qtg_bytes) + ") is above sfc_qth (" +
+				  std::to_string(c.sfc.qth_bytes) + ")");
 	if (c.buffer.bytes == 0)
 		return make_error("buffer must be positive");
 	return ok_status();

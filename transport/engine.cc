@@ -29,6 +29,7 @@ std::vector<std::pair<std::string, uint64_t>> host_counters_by_name(const HostCo
 		{"cnp_tx", c.cnp_tx},             {"unknown_qp", c.unknown_qp},
 		{"bts_rx", c.bts_rx},             {"postcard_rx", c.postcard_rx},
 		{"signal_unknown_qp", c.signal_unknown_qp}, {"link_errors", c.link_errors},
+		{"qp_paused_ns", c.qp_paused_ns},
 	};
 	for (size_t p = 0; p < 8; p++)
 		v.emplace_back("paused_ns.prio" + std::to_string(p), c.paused_ns[p]);
@@ -233,6 +234,7 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		q->np = std::move(parts->np);
 		q->cc_describe = q->ctl->name() + ": " + parts->describe;
 		q->trace = o.trace;
+		q->hold_rto = o.hold_rto_in_pause;
 		const uint64_t now = now_src_->now_ns();
 		q->ctl->start(now);
 		by_qpn_[qpn] = q.get();

@@ -97,6 +97,9 @@ struct QpOptions {
 	// registered schemes). Lets a library user or a test run parts of its own.
 	std::function<Result<cc::Parts>(const cc::Setup &)> cc_make;
 	bool trace = false;                 // record this QP's rate/window trace (both directions)
+	// A flow-control pause holds the retransmission deadline (sfc.md §6.6). Off only to show
+	// what the hold prevents (spurious timeouts during long pauses): a test switch.
+	bool hold_rto_in_pause = true;
 };
 
 // The default retransmission timeouts of a QP of `scheme`: {rto_low, rto_high} (fabric ns).
@@ -138,6 +141,8 @@ struct HostCounters {
 	uint64_t paused_ns[8] = {};         // fabric time each priority was paused
 	uint64_t cnp_rx = 0, cnp_tx = 0, unknown_qp = 0;
 	uint64_t bts_rx = 0, postcard_rx = 0; // signals delivered to a QP of this host
+	uint64_t qp_paused_ns = 0;          // fabric time its QPs' flow control paused them (summed over
+					    // QPs; a pause in progress counts to its planned end)
 	uint64_t signal_unknown_qp = 0;     // BTS/postcards naming no QP of this host (dropped)
 	uint64_t link_errors = 0;           // frames lost to the host link's error rate (both directions)
 	std::array<uint64_t, size_t(ParseError::Count)> bad{};
@@ -293,6 +298,8 @@ public:
 	const Histogram &loop_delay(Signal s) const { return loop_delay_[size_t(s)]; }
 	// The fabric time a QP's flow control last held it until (0 or a past time: not paused).
 	uint64_t paused_until(QpHandle h) const { return qps_[h]->pause_until; }
+	// The fabric time its flow control paused it (a pause in progress counts to its planned end).
+	uint64_t paused_ns(QpHandle h) const { return qps_[h]->paused_ns; }
 	// The QP's retransmission deadline (fabric ns; UINT64_MAX: none armed).
 	uint64_t rto_deadline(QpHandle h) const { return qps_[h]->snd.deadline(); }
 	// The periods since health_begin() when the emulator was not the fabric it models
@@ -347,6 +354,9 @@ private:
 		bool scheduled = false;      // in its host's active list or wheel
 		uint32_t sched_gen = 0;      // bumped when its scheduler entry is replaced
 		uint64_t pause_until = 0;    // flow control: sends nothing before this (fabric ns)
+		bool hold_rto = true;        // QpOptions::hold_rto_in_pause
+		uint64_t paused_ns = 0;      // fabric time flow control paused it (a pause in progress
+					     // counts to its planned end)
 		uint64_t cur_msn = UINT64_MAX; // the message its last packet belonged to
 		std::unique_ptr<std::array<SentStamp, kSentRing>> sent; // allocated at the first send
 		std::unique_ptr<cc::Controller> ctl;      // this QP's sending side

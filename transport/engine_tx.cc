@@ -112,7 +112,19 @@ void Engine::apply_cc(Qp &q, uint64_t now)
 		// Flow control paused, extended, shortened or ended the QP's pause: the RTO deadline
 		// moves with it and the QP's scheduler entry is replaced (an entry in the wheel
 		// at the old end would hold it too long or too short).
-		q.snd.hold(now, o.pause_until_ns);
+		if (q.hold_rto)
+			q.snd.hold(now, o.pause_until_ns);
+		// Paused time: a pause counts to its planned end when set; a replaced pause gives
+		// back what it had not yet run.
+		Host &ph = *hosts_[q.host];
+		if (q.pause_until > now) {
+			q.paused_ns -= q.pause_until - now;
+			ph.c.qp_paused_ns -= q.pause_until - now;
+		}
+		if (o.pause_until_ns > now) {
+			q.paused_ns += o.pause_until_ns - now;
+			ph.c.qp_paused_ns += o.pause_until_ns - now;
+		}
 		q.pause_until = o.pause_until_ns;
 		if (q.scheduled) {
 			q.sched_gen++;

@@ -242,6 +242,7 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 			return;
 		rep.flows[fi].done = true;
 		rep.flows[fi].fct_ns = c.done_ns - c.post_ns;
+		rep.flows[fi].paused_ns = e.paused_ns(h); // its QP's (the flow's own with qp_per_flow)
 		done++;
 		busy[h] = false;
 		if (o.serial_per_pair && !waiting[h].empty()) {

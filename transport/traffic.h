@@ -64,6 +64,7 @@ struct FlowResult {
 				    // kTagAffectedFrac of its lifetime (fidelity.h)
 	bool touched = false;       // an affected period met its lifetime at all
 	double affected_frac = 0;   // the fraction of its lifetime in affected periods
+	uint64_t paused_ns = 0;     // fabric time its QP's flow control paused it (by completion)
 	// Return: FCT / standalone FCT, floored at 1 (common.md §4).
 	double slowdown() const
 	{

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "transport/cc/cc.h"
+#include "transport/cc/sfc.h"
 #include "transport/engine.h"
 
 using namespace qn::tp;
@@ -114,14 +115,6 @@ struct Rig {
 	}
 };
 
-// A flow-control part that pauses on a BTS for its pause time (SFC's reaction, sfc.md §3.5 S1).
-struct PauseOnBts final : FlowControl {
-	uint64_t until = 0;
-	std::string name() const override { return "pause-on-bts"; }
-	void on_bts(const BtsEvent &e) override { until = e.now_ns + uint64_t(e.pause_us) * 1000; }
-	uint64_t pause_until_ns() const override { return until; }
-};
-
 // QP options whose controller is LineRate with the start policy and flow control the two
 // factories make (a test's own parts through QpOptions::cc_make).
 template <typename MakeStart, typename MakeFc> QpOptions composed(MakeStart start, MakeFc fc)
@@ -137,7 +130,7 @@ template <typename MakeStart, typename MakeFc> QpOptions composed(MakeStart star
 
 QpOptions pausing_qp()
 {
-	QpOptions o = composed([] { return std::make_unique<LineRateStart>(); }, [] { return std::make_unique<PauseOnBts>(); });
+	QpOptions o = composed([] { return std::make_unique<LineRateStart>(); }, [] { return std::make_unique<SfcPause>(); });
 	o.rto_low_ns = o.rto_high_ns = 500'000;
 	return o;
 }
@@ -216,6 +209,19 @@ TEST_CASE("engine__bts_pauses_only_its_qp_for_exactly_the_signalled_time", "[eng
 		CHECK(after.front()->t <= 120'000 + 2 * kSerNs);
 		// Expect: while paused, ACKs are not needed to hold the timer: it never fired.
 		CHECK(r.e->sender_stats(*a).timeouts == 0);
+		// Expect: the paused time counted on A (exactly the pause), none on B.
+		CHECK(r.e->paused_ns(*a) == 100'000);
+		CHECK(r.e->paused_ns(*b) == 0);
+		CHECK(r.e->host_counters("h1").qp_paused_ns == 100'000);
+	}
+	SECTION("a pause of 0 us is no pause")
+	{
+		r.port["h1"]->inject(bts_for(r, *before.back(), sa, 0));
+		r.step(20'000);
+		CHECK(r.e->host_counters("h1").bts_rx == 1);
+		CHECK(r.e->paused_until(*a) <= 20'000);
+		CHECK(r.e->rto_deadline(*a) == rto_a);
+		CHECK(r.e->paused_ns(*a) == 0);
 	}
 	SECTION("found by the trimmed DestQP and address when the sport names no QP")
 	{
@@ -243,11 +249,37 @@ TEST_CASE("engine__bts_pauses_only_its_qp_for_exactly_the_signalled_time", "[eng
 		r.step(30'000);
 		CHECK(r.e->paused_until(*a) == 40'000);
 		CHECK(r.e->rto_deadline(*a) == rto_a + 20'000); // paused from 20 to 40 us
+		CHECK(r.e->paused_ns(*a) == 20'000);            // the replaced pause's rest given back
 		r.run_to(60'000);
 		auto resumed = frames_of(r, "h1", sa, 40'000, 60'000);
 		REQUIRE_FALSE(resumed.empty());
 		CHECK(resumed.front()->t <= 40'000 + 2 * kSerNs);
 	}
+}
+
+TEST_CASE("engine__pause_without_the_rto_hold_lets_the_timer_fire", "[engine]")
+{
+	// The test switch the netns pause-vs-retransmission test relies on: with the hold off, a
+	// pause longer than the RTO makes the timer fire during it (and with the hold on, above,
+	// it never does).
+	Rig r(2);
+	QpOptions o = pausing_qp();
+	o.hold_rto_in_pause = false;
+	auto a = r.e->connect("h1", "h2", o);
+	REQUIRE(a.ok());
+	const uint16_t sa = qpn_to_sport(r.e->qpn(*a));
+	r.e->post(*a, Message{1, 4'000'000, nullptr});
+	r.run_to(20'000);
+	const uint64_t rto_a = r.e->rto_deadline(*a);
+	REQUIRE(rto_a != UINT64_MAX);
+	auto before = frames_of(r, "h1", sa, 0, 20'000);
+	REQUIRE_FALSE(before.empty());
+	r.port["h1"]->inject(bts_for(r, *before.back(), sa, 2000)); // 2 ms, beyond the 500 us RTO
+	r.step(20'000);
+	CHECK(r.e->paused_until(*a) == 2'020'000);
+	CHECK(r.e->rto_deadline(*a) == rto_a); // not moved
+	r.run_to(1'000'000);
+	CHECK(r.e->sender_stats(*a).timeouts >= 1);
 }
 
 namespace {

@@ -172,7 +172,7 @@ TEST_CASE("experiment__schemes_and_cc_lines_checked_by_the_registry", "[experime
 	REQUIRE(all.ok());
 	CHECK(all->schemes == cc::schemes());
 	// bad names and bad parameters, reported at their file, line and field
-	CHECK(err("topology star\nschemes dcqcn/sfc\n").find("t.exp:2: field 'schemes': scheme 'dcqcn/sfc': no start policy or flow control 'sfc'") !=
+	CHECK(err("topology star\nschemes dcqcn/nosuch\n").find("t.exp:2: field 'schemes': scheme 'dcqcn/nosuch': no start policy or flow control 'nosuch'") !=
 	      std::string::npos);
 	CHECK(err("topology star\nschemes dcqcn:lossyy\n").find("t.exp:2: field 'schemes': scheme 'dcqcn:lossyy': loss mode") !=
 	      std::string::npos);

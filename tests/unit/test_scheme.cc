@@ -2,9 +2,16 @@
 // properties by loss mode, the derived switch PFC setting, and controllers built from parts.
 #include <catch2/catch.hpp>
 
+#include <map>
+
+#include "control/swcfg.h"
 #include "transport/cc/cc.h"
+#include "transport/cc/sfc.h"
 
 using namespace qn::tp::cc;
+using qn::apply_swcfg;
+using qn::default_swcfg;
+using qn::validate_swcfg;
 
 TEST_CASE("scheme__grammar_accepts_compositions", "[scheme]")
 {
@@ -48,7 +55,8 @@ TEST_CASE("scheme__grammar_rejects_bad_names_with_the_reason", "[scheme]")
 		{"hpcc", "no base algorithm 'hpcc' (base algorithms: none, dcqcn, dcqcn+w)"},
 		{"dcqcn:lossyy", "loss mode 'lossyy' is not lossy or lossless"},
 		{"dcqcn:", "loss mode '' is not lossy or lossless"},
-		{"dcqcn/sfc", "no start policy or flow control 'sfc'"},
+		{"dcqcn/nosuch", "no start policy or flow control 'nosuch'"},
+		{"dcqcn/sfc/sfc", "two flow controls"},
 		{"dcqcn//line-rate", "an empty part between '/'"},
 		{"dcqcn/", "an empty part between '/'"},
 		{"dcqcn/line-rate/line-rate", "two start policies ('line-rate', 'line-rate')"},
@@ -98,6 +106,46 @@ TEST_CASE("scheme__loss_mode_sets_pfc_and_rto", "[scheme]")
 	CHECK_FALSE(derive("hpcc", f, true).ok());
 }
 
+TEST_CASE("scheme__sfc_derives_its_switch_settings_and_others_switch_it_off", "[scheme][sfc]")
+{
+	// 10 Gbit/s, 8 us base RTT: BDP 10 KB, Q_Th 20 KB, Q_Tg 10 KB, T_BF 4 us (sfc.md §4).
+	const Fabric f{10'000'000'000ULL, 8'000, 2048, 8'000, 8'000};
+	auto settings = [&](const std::string &n) {
+		auto d = derive(n, f, true);
+		REQUIRE(d.ok());
+		std::map<std::string, std::string> m;
+		for (const auto &[k, v] : d->switch_settings)
+			m[k] = v; // later wins, as the runner applies them
+		return m;
+	};
+	auto on = settings("dcqcn+w/sfc:lossy");
+	CHECK(on["sfc"] == "on");
+	CHECK(on["sfc_qth"] == "20000");
+	CHECK(on["sfc_qtg"] == "10000");
+	CHECK(on["sfc_tbf"] == "4000ns");
+	CHECK(on["pfc"] == "off");
+	for (const char *n : {"dcqcn+w:lossy", "dcqcn", "none", "pfc"}) {
+		CAPTURE(n);
+		CHECK(settings(n)["sfc"] == "off");
+	}
+	// The values are valid switch settings (the key table accepts them).
+	qn_swcfg c = default_swcfg(1'000'000);
+	for (const auto &[k, v] : on)
+		CHECK(apply_swcfg(c, k, v).ok());
+	CHECK(c.sfc.on == 1);
+	CHECK(c.sfc.qth_bytes == 20'000);
+	CHECK(c.sfc.tbf_ns == 4'000);
+	CHECK(validate_swcfg(c).ok());
+	// A BTS replaces the pause end, earlier or later; 0 ends it.
+	SfcPause p;
+	p.on_bts(BtsEvent{1'000, 100});
+	CHECK(p.pause_until_ns() == 101'000);
+	p.on_bts(BtsEvent{2'000, 10});
+	CHECK(p.pause_until_ns() == 12'000);
+	p.on_bts(BtsEvent{3'000, 0});
+	CHECK(p.pause_until_ns() == 3'000);
+}
+
 TEST_CASE("scheme__controllers_are_built_from_the_parts", "[scheme]")
 {
 	Setup s;
@@ -128,8 +176,12 @@ TEST_CASE("scheme__controllers_are_built_from_the_parts", "[scheme]")
 	s.overrides = {{"rai", "10Mbps"}};
 	REQUIRE_FALSE(make(s).ok());
 	s.overrides.clear();
-	s.scheme = "dcqcn/sfc";
+	s.scheme = "dcqcn/nosuch";
 	REQUIRE_FALSE(make(s).ok());
+	s.scheme = "dcqcn+w/sfc:lossy";
+	auto sfc = make(s);
+	REQUIRE(sfc.ok());
+	CHECK(sfc->controller->name() == "dcqcn+w/line-rate/sfc");
 }
 
 #include "transport/cc/dcqcn.h"

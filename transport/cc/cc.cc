@@ -5,6 +5,7 @@
 #include "transport/cc/cc.h"
 
 #include "transport/cc/dcqcn.h"
+#include "transport/cc/sfc.h"
 
 namespace qn::tp::cc {
 
@@ -33,16 +34,26 @@ struct BasePart {
 	Status (*check)(const std::string &key, const std::string &value); // one parameter, via its table
 };
 
+// A start policy or flow control with a switch side (PB-FS's history, SFC's BTS trigger) derives
+// the switch settings that turn it on for a fabric, and names those that turn it off: a scheme
+// without the part switches it off, so an experiment comparing schemes on one topology never
+// inherits another scheme's switch stage.
+using SwitchOff = std::vector<std::pair<std::string, std::string>>;
+
 struct StartPart {
 	const char *name;
 	const char *doc;
 	std::unique_ptr<StartPolicy> (*make)(const Setup &s);
+	Derived (*derive)(const Fabric &f) = nullptr; // its switch settings (nullptr: none)
+	SwitchOff off = {};
 };
 
 struct FlowPart {
 	const char *name;
 	const char *doc;
 	std::unique_ptr<FlowControl> (*make)(const Setup &s);
+	Derived (*derive)(const Fabric &f) = nullptr; // its switch settings (nullptr: none)
+	SwitchOff off = {};
 };
 
 Result<BaseBuilt> make_line_rate(const Setup &s)
@@ -111,6 +122,9 @@ const StartPart kStarts[] = {
 const FlowPart kFlows[] = {
 	{"no-pause", "no flow control of its own",
 	 [](const Setup &) -> std::unique_ptr<FlowControl> { return std::make_unique<NoFlowControl>(); }},
+	{"sfc", "SFC (sfc.md): switches send back-to-sender signals, the QP pauses as told",
+	 [](const Setup &) -> std::unique_ptr<FlowControl> { return std::make_unique<SfcPause>(); }, sfc_derive,
+	 {{"sfc", "off"}}},
 };
 
 // Registered compositions by name; `schemes all` runs those marked.
@@ -273,6 +287,22 @@ Result<Derived> derive(const std::string &name, const Fabric &f, bool scale)
 	if (f.line_rate_bps == 0 || f.mtu == 0)
 		return make_error("scheme " + name + ": cannot derive parameters without a line rate and an MTU");
 	Derived d = find_base(s->base)->derive(f, scale);
+	// The start policy's and the flow control's switch sides: on for the scheme's own, off for
+	// every other registered one.
+	auto add_part = [&](const std::string &chosen, const auto &table) {
+		for (const auto &p : table) {
+			if (chosen != p.name) {
+				d.switch_settings.insert(d.switch_settings.end(), p.off.begin(), p.off.end());
+			} else if (p.derive) {
+				Derived pd = p.derive(f);
+				d.switch_settings.insert(d.switch_settings.end(), pd.switch_settings.begin(),
+							 pd.switch_settings.end());
+				d.notes.insert(d.notes.end(), pd.notes.begin(), pd.notes.end());
+			}
+		}
+	};
+	add_part(s->start, kStarts);
+	add_part(s->flow, kFlows);
 	// The loss mode decides PFC, whatever the base algorithm's rules say.
 	std::erase_if(d.switch_settings, [](const auto &kv) { return kv.first == "pfc"; });
 	d.switch_settings.insert(d.switch_settings.begin(), {"pfc", s->lossless() ? "on" : "off"});

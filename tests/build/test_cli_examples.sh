@@ -53,6 +53,7 @@ good=(
 	"model --dequeue --trace 8 --trace-out t.csv --queue-out q.csv --windows-out w.csv"
 	"bench switch --seconds 1 --rounds 4 --size 1024 --senders 2 --ecn-dequeue"
 	"bench switch --baseline-obj CMakeLists.txt"
+	"bench switch --only quench"
 	"switch keys"
 	"bench transport --rounds 4 --seconds 1"
 )
@@ -79,6 +80,7 @@ bad=(
 	"model --enqueue --dequeue|--dequeue"
 	"compare /tmp/a|RUN_B"
 	"bench switch --rounds 0|--rounds"
+	"bench switch --only both|--only"
 	"frob|unknown command"
 )
 n=0

@@ -8,8 +8,8 @@
  * recirculation builder (recirc.h) from the ring entry filled here.
  *
  * Bloom filter: QN_SFC_BLOOM_HASHES arrays of QN_SFC_BLOOM_CELLS cells in one map value (one
- * lookup). A cell holds the epoch (wall time / T_BF) in which it was last set and counts as set
- * only in that epoch (sfc.md §6): no reset pass races with the setters on the other CPU, and a
+ * lookup). A cell holds the epoch (wall time / T_BF, plus 1) in which it was last set and counts
+ * as set only in that epoch (sfc.md §6): no reset pass races with the setters on the other CPU, and a
  * false positive cannot outlive its epoch. Two CPUs testing the same flow at once may both
  * send: a duplicate BTS, never a missing one.
  *
@@ -24,7 +24,7 @@
 #include "signals.h"
 
 struct qn_sfc_bloom {
-	__u32 cell[QN_SFC_BLOOM_HASHES][QN_SFC_BLOOM_CELLS];
+	__u64 cell[QN_SFC_BLOOM_HASHES][QN_SFC_BLOOM_CELLS]; /* epoch + 1 when last set; 0 = never */
 };
 
 struct {
@@ -48,7 +48,8 @@ static __always_inline int qn_sfc_eligible(const struct qn_ctx *c)
 static __always_inline int qn_sfc_bloom_test_and_set(const struct qn_ctx *c, __u64 tbf_wall_ns)
 {
 	struct qn_sfc_bloom *b;
-	__u32 zero = 0, epoch, h, i0, i1, i2;
+	__u32 zero = 0, h, i0, i1, i2;
+	__u64 epoch;
 	int all;
 
 	if (!tbf_wall_ns)
@@ -56,7 +57,9 @@ static __always_inline int qn_sfc_bloom_test_and_set(const struct qn_ctx *c, __u
 	b = bpf_map_lookup_elem(&qn_sfc_bloom, &zero);
 	if (!b)
 		return 0;
-	epoch = (__u32)(c->now / tbf_wall_ns);
+	/* + 1: a cell never set (0) must not count as set in epoch 0 (the first T_BF after boot,
+	 * or every packet when T_BF exceeds the uptime). 64 bits: no wrap. */
+	epoch = c->now / tbf_wall_ns + 1;
 	h = qn_flow_hash(&c->p, 0x5fc0b10du);
 	i0 = qn_fmix32(h ^ 0x9e3779b9u) & (QN_SFC_BLOOM_CELLS - 1);
 	i1 = qn_fmix32(h ^ 0x7f4a7c15u) & (QN_SFC_BLOOM_CELLS - 1);

@@ -70,11 +70,12 @@ Result<std::vector<SwitchCounters>> read_all_counters(const std::string &name)
 	return v;
 }
 
-// Apply `kv` to every switch of the running topology; return what each switch then holds, read
-// back from its pinned map.
-Result<std::vector<SwitchInForce>> set_switches(ExperimentRun &r, const std::vector<std::pair<std::string, std::string>> &kv)
+} // namespace
+
+Result<std::vector<SwitchInForce>> set_running_switches(const std::string &topo,
+							  const std::vector<std::pair<std::string, std::string>> &kv)
 {
-	auto t = load_running(r.name);
+	auto t = load_running(topo);
 	if (!t)
 		return t.error();
 	std::vector<SwitchInForce> in_force;
@@ -97,8 +98,6 @@ Result<std::vector<SwitchInForce>> set_switches(ExperimentRun &r, const std::vec
 	}
 	return in_force;
 }
-
-} // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Counters by name
@@ -336,7 +335,7 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		if (!e)
 			return e.error();
 		QN_TRY(base_rtts(**e));
-		if (auto st = set_switches(c, {{"pfc", "on"}}); !st)
+		if (auto st = set_running_switches(c.name, {{"pfc", "on"}}); !st)
 			return st.error();
 		RunOptions ro;
 		ro.qp.cc.scheme = "none";
@@ -405,7 +404,7 @@ Status calibrate(ExperimentRun &c, double forced_d)
 	}
 	c.hooks.phase("calibration: base RTT and link rate at D=" + fmt(k.d, "%g"), 0);
 	QN_TRY(bring_up(c, k.d));
-	if (auto st = set_switches(c, {{"pfc", "on"}}); !st)
+	if (auto st = set_running_switches(c.name, {{"pfc", "on"}}); !st)
 		return st.error();
 	auto e = open_engine(c);
 	if (!e)
@@ -478,7 +477,7 @@ Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, siz
 		dv->notes.insert(dv->notes.begin(), scheme + ": preset " + c.preset.name + " is the paper's fabric");
 	s.derived_notes = dv->notes;
 	s.switch_applied = switch_settings_for(c.x, scheme, dv->switch_settings);
-	auto in_force = set_switches(c, s.switch_applied);
+	auto in_force = set_running_switches(c.name, s.switch_applied);
 	if (!in_force)
 		return make_error(c.x.source + ": scheme " + scheme + ": switch settings: " + in_force.error().to_string());
 	s.switch_in_force = std::move(*in_force);

@@ -144,6 +144,11 @@ Result<SchemeResult> run_scheme_attempts(ExperimentRun &r, const std::string &sc
 
 // The switch settings a scheme runs with: its derived profile, then the experiment's `switch`
 // lines for every scheme, then those for this scheme (later wins).
+// Apply `kv` (switch keys, in order) to every switch of the running topology `topo`, validated;
+// return what each switch then holds, read back from its pinned map.
+Result<std::vector<SwitchInForce>> set_running_switches(const std::string &topo,
+							  const std::vector<std::pair<std::string, std::string>> &kv);
+
 std::vector<std::pair<std::string, std::string>>
 switch_settings_for(const Experiment &x, const std::string &scheme,
 		    const std::vector<std::pair<std::string, std::string>> &derived);

@@ -344,23 +344,9 @@ int cmd_gen(int argc, char **argv, int first)
 	auto sch = cc::scheme(g.qp.cc.scheme);
 	if (!sch)
 		return die("gen: --cc: " + sch.error().to_string() + " (quench schemes lists the parts)");
-	if (!g.keep_switch) {
-		auto t = load_running(g.topo);
-		if (!t)
-			return die("gen: " + t.error().to_string());
-		const bool pfc = sch->lossless();
-		for (const Node &n : t->nodes) {
-			if (n.kind != NodeKind::Switch)
-				continue;
-			const std::string dir = switch_pin_dir(*t, n.id);
-			auto c = read_swcfg(dir);
-			if (!c)
-				return die("gen: " + c.error().to_string());
-			c->pfc.on = pfc ? 1 : 0;
-			if (auto st = write_swcfg(dir, *c); !st.ok())
-				return die("gen: " + n.name + ": " + st.error().to_string());
-		}
-	}
+	if (!g.keep_switch)
+		if (auto st = set_running_switches(g.topo, {{"pfc", sch->lossless() ? "on" : "off"}}); !st)
+			return die("gen: " + st.error().to_string());
 	if (g.queues == "all") {
 		if (auto st = e.sample_all_queues(g.queue_interval_ns); !st.ok())
 			return die("gen: --queues: " + st.error().to_string());

@@ -169,6 +169,7 @@ Status Engine::open_ports()
 		auto cb = std::make_unique<Cable>();
 		cb->name = c.name;
 		cb->delay_ns = c.delay_ns;
+		cb->rate_bps = c.rate_bps;
 		cb->error_rate = c.error_rate;
 		for (int k = 0; k < 2; k++) {
 			if (!c.open[k])

@@ -76,6 +76,11 @@ struct EngineOptions {
 					    // full frames loses no link time (LinkPacer's credit; 0:
 					    // every late start is lost, as on 48ec9aa)
 	std::vector<std::string> only_hosts; // serve these hosts only (empty = every host)
+	// Store and forward on host links and cables (common.md §4's base RTT: a full frame's
+	// serialization per hop): the far end sees a frame when its last bit arrives, one
+	// serialization at the link rate after the pacer or the switch's HTB started it. Off: at its
+	// first bit (the fake-clock tests that time the engine's own logic).
+	bool store_and_forward = true;
 };
 
 struct QpOptions {
@@ -406,6 +411,7 @@ private:
 	struct Cable {
 		std::string name;
 		uint64_t delay_ns = 0;
+		uint64_t rate_bps = 0;
 		double error_rate = 0;
 		std::unique_ptr<FramePort> end[2];
 		std::deque<Held> line[2];       // frames received on end i, to leave on end 1-i

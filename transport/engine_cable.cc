@@ -19,7 +19,11 @@ void Engine::rx_cable(Cable &c, uint64_t now)
 					c.end[k]->rx_recycle(addr[i]);
 					continue;
 				}
-				c.line[k].push_back(Held{arrival(*c.end[k], addr[i], now) + c.delay_ns + opt_.switch_delay_ns,
+				// store and forward: the last bit arrives one serialization after the
+				// upstream HTB released the frame, then the propagation delay
+				c.line[k].push_back(Held{arrival(*c.end[k], addr[i], now) +
+								 (opt_.store_and_forward ? serialization_ns(wire_bytes(len[i]), c.rate_bps) : 0) +
+								 c.delay_ns + opt_.switch_delay_ns,
 							 addr[i], len[i]});
 			}
 			if (n < 64)

@@ -54,10 +54,12 @@ struct HostDesc {
 };
 
 // A delay line between two switch ports (DESIGN.md §1): frames received on end k leave on the
-// other end after delay_ns.
+// other end after their serialization at rate_bps (store and forward: a frame arrives when its
+// last bit does; the upstream HTB releases it at its first) and delay_ns.
 struct CableDesc {
 	std::string name;
 	uint64_t delay_ns = 0;
+	uint64_t rate_bps = 0;  // 0: no serialization added
 	double error_rate = 0;
 	PortOpen open[2];
 };

@@ -229,11 +229,14 @@ void Engine::rx_host(Host &h, uint64_t now)
 				h.port->rx_recycle(addr[i]);
 				continue;
 			}
-			if (rx_delay == 0) {
+			if (rx_delay == 0 && !opt_.store_and_forward) {
 				process(h, h.port->frame(addr[i]), len[i], now);
 				h.port->rx_recycle(addr[i]);
 			} else {
-				h.rxline.push_back(Held{arrival(*h.port, addr[i], now) + rx_delay, addr[i], len[i]});
+				// store and forward: the switch's HTB released the frame at its first bit; it
+				// is here one serialization at the link rate later, plus the delays
+				h.rxline.push_back(Held{arrival(*h.port, addr[i], now) + (opt_.store_and_forward ? serialization_ns(wire_bytes(len[i]), h.link_bps) : 0) + rx_delay,
+							addr[i], len[i]});
 			}
 		}
 		if (n < 64)

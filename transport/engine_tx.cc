@@ -149,7 +149,11 @@ void Engine::push_frame(Host &h, const Held &f)
 
 void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start, bool backlogged)
 {
-	const uint64_t tx_delay = h.delay_ns + opt_.nic_tx_delay_ns;
+	// Store and forward (common.md §4: a full frame's serialization per hop): the switch sees the
+	// frame when its last bit arrives, one serialization at the link rate after the pacer
+	// started it, plus the propagation delay.
+	const uint64_t tx_delay = (opt_.store_and_forward ? serialization_ns(wire_bytes(len), h.link_bps) : 0) + h.delay_ns +
+				  opt_.nic_tx_delay_ns;
 	h.c.tx_frames++;
 	frames_sent_++;
 	h.c.tx_bytes += len;

@@ -11,6 +11,8 @@ fail() { echo "FAIL build_cli_examples: $*"; exit 1; }
 export QN_CLI_DRY=1
 good=(
 	"topo check netns/star.topo --param N=4 --name abc"
+	"topo check netns/star.topo --preset long-10g"
+	"topo up netns/star.topo --preset netns/presets/long-10g.preset"
 	"topo up netns/star.topo --param N=4 --param X=1 --name abc --dilation 200 --no-steering --no-cables"
 	"topo down netns/star.topo --name abc"
 	"topo down abc"
@@ -35,6 +37,7 @@ good=(
 	"gen abc --icrc --nic-delay 1us --switch-delay 1us --link-credit 1 --base-rtt 8us --timeout 1s --seed 7"
 	"gen abc --out f.csv --fct-out fct.txt --cc dcqcn --cc-params mellanox --cc-set t=300us --cc-set rai=5Mbps"
 	"gen abc --cc dcqcn+w:lossy --no-np --keep-switch-pfc --trace 8 --trace-out t.csv"
+	"gen abc --cc none/sfc:lossy --keep-switch-stages --test-no-rto-hold"
 	"gen abc --queues all --queue-interval 5us --queue-out q.csv"
 	"gen abc --queues tor:tor-p1,tor:tor-p2"
 	"engine abc --timeout 1s"
@@ -51,9 +54,11 @@ good=(
 	"model --from 5ms --window 1ms --cc dcqcn --cc-params paper --cc-set g=0.0039 --derived"
 	"model --kmin 5KB --kmax 200KB --pmax 0.01 --enqueue --no-np --seed 3"
 	"model --dequeue --trace 8 --trace-out t.csv --queue-out q.csv --windows-out w.csv"
+	"model --cc dcqcn+w/sfc:lossy --switch-set sfc_qth=100KB --switch-set kmin=4KB --sfc-phase 1us"
 	"bench switch --seconds 1 --rounds 4 --size 1024 --senders 2 --ecn-dequeue"
 	"bench switch --baseline-obj CMakeLists.txt"
 	"bench switch --only quench"
+	"bench switch --sfc --sfc-tbf 0"
 	"switch keys"
 	"bench transport --rounds 4 --seconds 1"
 )

@@ -15,6 +15,8 @@
 #     same network. Bounds: peak queue and mean FCT within +-25%, CNPs within +-30%.
 # Only VALID runs (up to three attempts each). Negative control: the same check fails with the
 # emulator's notification point switched off (--no-np), on each fabric.
+# dcqcn+w/sfc is held against the model in test_sfc.sh (its incast-slope part: per-N peaks
+# and slopes on the long-10g fabric, where a BDP is many frames).
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 

@@ -66,7 +66,9 @@ struct Rig {
 	std::map<std::string, std::vector<Sent>> sent;
 	std::unique_ptr<Engine> e;
 
-	explicit Rig(int n)
+	// sf: store and forward (EngineOptions); off, frames are handed over at their first bit,
+	// so the tests below time the engine's own logic, not the link's.
+	explicit Rig(int n, bool sf = false)
 	{
 		auto t = parse_topology("name fake\ndefaults rate=10Gbps mtu=2048 delay=0us\nswitch tor\nhost h[1.." +
 						std::to_string(n) + "]\nlink h[1.." + std::to_string(n) + "] tor\n",
@@ -76,6 +78,7 @@ struct Rig {
 		REQUIRE(t.ok());
 		EngineOptions o;
 		o.tx_horizon_wall_ns = 0;
+		o.store_and_forward = sf;
 		// The control plane's description of the topology, on FakePorts and without probes.
 		PortFactory open = [this](const std::string &, const std::string &ifname, const std::string &,
 					  uint32_t) -> Result<std::unique_ptr<FramePort>> {
@@ -655,4 +658,36 @@ TEST_CASE("engine__rate_change_repaces_the_waiting_packet", "[engine]")
 	const uint64_t gap = down[k + 1] - down[k];
 	CHECK(double(gap) >= 39.0 * double(kSerNs));
 	CHECK(double(gap) <= 41.0 * double(kSerNs));
+}
+
+TEST_CASE("engine__store_and_forward_holds_each_frame_one_serialization_per_direction", "[engine]")
+{
+	// common.md §4: a full frame's serialization per hop. On a 10 Gbit/s link without delay a
+	// frame the pacer starts at t reaches the switch at t + its serialization (its last bit),
+	// and a frame the switch releases reaches the host one serialization later too.
+	for (bool sf : {true, false}) {
+		CAPTURE(sf);
+		Rig r(3, sf);
+		auto a = r.e->connect("h1", "h2", pausing_qp());
+		REQUIRE(a.ok());
+		const uint16_t sa = qpn_to_sport(r.e->qpn(*a));
+		r.e->post(*a, Message{1, 4'000'000, nullptr});
+		r.run_to(5'000);
+		// TX: the first frame starts at 0; it is handed to the switch at its serialization end
+		auto by = frames_of(r, "h1", sa, 0, 5'000);
+		REQUIRE(by.size() >= 2);
+		const uint64_t ser = serialization_ns(wire_bytes(by.front()->f.size()), 10'000'000'000ULL);
+		CHECK(ser > 1'000);
+		CHECK(by.front()->t == (sf ? ser : 0));
+		CHECK(by[1]->t == (sf ? 2 * ser : ser)); // and the next one one serialization later
+		// RX: a BTS injected at t is applied at t + its own serialization (90 + 24 wire bytes)
+		const uint64_t t0 = r.clock.now_ns();
+		r.port["h1"]->inject(bts_for(r, *by.front(), sa, 100));
+		r.step(t0);
+		CHECK(r.e->host_counters("h1").bts_rx == (sf ? 0u : 1u));
+		const uint64_t bser = serialization_ns(wire_bytes(kBtsFrameBytes), 10'000'000'000ULL);
+		r.run_to(t0 + bser + 1);
+		CHECK(r.e->host_counters("h1").bts_rx == 1);
+		CHECK(r.e->paused_until(*a) == (sf ? t0 + bser : t0) + 100'000);
+	}
 }

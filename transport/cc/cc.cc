@@ -279,14 +279,14 @@ Status check_param(const std::string &name, const std::string &key, const std::s
 	return find_base(s->base)->check(key, value);
 }
 
-Result<Derived> derive(const std::string &name, const Fabric &f, bool scale)
+Result<Derived> derive_stages(const std::string &name, const Fabric &f)
 {
 	auto s = scheme(name);
 	if (!s)
 		return s.error();
 	if (f.line_rate_bps == 0 || f.mtu == 0)
 		return make_error("scheme " + name + ": cannot derive parameters without a line rate and an MTU");
-	Derived d = find_base(s->base)->derive(f, scale);
+	Derived d;
 	// The start policy's and the flow control's switch sides: on for the scheme's own, off for
 	// every other registered one.
 	auto add_part = [&](const std::string &chosen, const auto &table) {
@@ -303,6 +303,20 @@ Result<Derived> derive(const std::string &name, const Fabric &f, bool scale)
 	};
 	add_part(s->start, kStarts);
 	add_part(s->flow, kFlows);
+	return d;
+}
+
+Result<Derived> derive(const std::string &name, const Fabric &f, bool scale)
+{
+	auto s = scheme(name);
+	if (!s)
+		return s.error();
+	auto st = derive_stages(name, f);
+	if (!st)
+		return st.error();
+	Derived d = find_base(s->base)->derive(f, scale);
+	d.switch_settings.insert(d.switch_settings.end(), st->switch_settings.begin(), st->switch_settings.end());
+	d.notes.insert(d.notes.end(), st->notes.begin(), st->notes.end());
 	// The loss mode decides PFC, whatever the base algorithm's rules say.
 	std::erase_if(d.switch_settings, [](const auto &kv) { return kv.first == "pfc"; });
 	d.switch_settings.insert(d.switch_settings.begin(), {"pfc", s->lossless() ? "on" : "off"});

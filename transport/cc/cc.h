@@ -354,5 +354,9 @@ Result<Parts> make(const Setup &s);
 // loss mode. With `scale` false the paper's values are kept (a fabric equal to the paper's);
 // with true, common.md §7 rescales them to this fabric.
 Result<Derived> derive(const std::string &scheme, const Fabric &f, bool scale);
+// Only the switch sides of the scheme's start policy and flow control (part of derive()): their
+// settings for `f` when they are the scheme's, their off settings otherwise. For runs that set
+// the base algorithm's switch profile by hand (quench gen, quench model without --derived).
+Result<Derived> derive_stages(const std::string &scheme, const Fabric &f);
 
 } // namespace qn::tp::cc

@@ -2,8 +2,10 @@
 // times: senders pace at their controller's rate on their own links, one FIFO egress port
 // serves them at the line rate, the receiver's notification points send CNPs back over two hops
 // (control class: never queued behind data), ACKs likewise (one per data packet, for windows).
+// With SFC on, the switch's ingress sends BTS back over the sender's own link (model.h).
 #include "transport/cc/model.h"
 
+#include "common/units.h"
 #include "transport/pacer.h"
 
 #include <algorithm>
@@ -17,7 +19,7 @@ namespace qn::tp::cc {
 
 namespace {
 
-enum class Kind { Tx, Timer, Arrive, Depart, Receive, NpTimer, Cnp, Ack, Sample };
+enum class Kind { Tx, Timer, Arrive, Depart, Receive, NpTimer, Cnp, Ack, Bts, Sample };
 
 struct Event {
 	uint64_t t;
@@ -49,6 +51,8 @@ struct Sender {
 	uint64_t paced_rate = 0;      // the rate the last packet's gap was computed at
 	uint32_t last_wire = 0;       // the last packet's bytes on the wire
 	uint64_t last_rate = 0;
+	uint64_t bloom_epoch = 0;     // SFC: epoch + 1 of this sender's last BTS (the Bloom cell)
+	uint64_t paused_until = 0;    // the controller's pause end, as last seen
 };
 
 class Model {
@@ -93,6 +97,11 @@ public:
 			x.tx_at = x.start_ns;
 		}
 		r_.describe = s_[0].parts.describe;
+		phase_ = c_.sfc_phase_ns;
+		if (c_.sfc && c_.sfc_tbf_ns && phase_ == UINT64_MAX)
+			phase_ = std::uniform_int_distribution<uint64_t>(0, c_.sfc_tbf_ns - 1)(rng_);
+		else if (phase_ == UINT64_MAX)
+			phase_ = 0;
 		r_.done_ns.assign(size_t(c_.senders), 0);
 		r_.fct_ns.assign(size_t(c_.senders), 0);
 		r_.windows.resize(size_t((c_.duration_ns + c_.window_ns - 1) / c_.window_ns));
@@ -162,7 +171,7 @@ private:
 		if (w && x.sent - x.acked + c_.payload_bytes > w)
 			return; // an ACK reschedules
 		x.tx_pending = true;
-		x.tx_at = std::max({now, x.next_ok, x.link_free});
+		x.tx_at = std::max({now, x.next_ok, x.link_free, x.paused_until});
 		push(x.tx_at, Kind::Tx, i);
 	}
 
@@ -187,13 +196,42 @@ private:
 		const uint64_t old_gap = gap_ns(x.last_wire, x.paced_rate), new_gap = gap_ns(x.last_wire, rate);
 		x.paced_rate = rate;
 		x.next_ok = x.next_ok + new_gap > old_gap ? x.next_ok + new_gap - old_gap : 0;
+		retime(i, now);
+	}
+
+	// Move sender i's pending transmission to when pacing, its link and its pause allow.
+	void retime(int i, uint64_t now)
+	{
+		Sender &x = s_[size_t(i)];
 		if (!x.tx_pending)
 			return;
-		const uint64_t at = std::max({now, x.next_ok, x.link_free});
+		const uint64_t at = std::max({now, x.next_ok, x.link_free, x.paused_until});
 		if (at != x.tx_at) {
 			x.tx_at = at;
 			push(at, Kind::Tx, i);
 		}
+	}
+
+	// SFC's congestion point for a data packet of sender `who` arriving at `now` that finds
+	// qbytes_ queued ahead of it (bpf/include/sfc.h): over Q_Th and not yet signalled in this
+	// T_BF epoch, a BTS with the pause the depth asks for, back over the sender's link.
+	void sfc_ingress(int who, uint64_t now)
+	{
+		if (!c_.sfc || qbytes_ <= c_.sfc_qth_bytes)
+			return;
+		r_.sfc_congested++;
+		Sender &x = s_[size_t(who)];
+		const uint64_t epoch = c_.sfc_tbf_ns ? (now + phase_) / c_.sfc_tbf_ns + 1 : 0;
+		if (epoch && x.bloom_epoch == epoch) {
+			r_.bts_suppressed++;
+			return;
+		}
+		x.bloom_epoch = epoch;
+		const uint64_t over = qbytes_ > c_.sfc_qtg_bytes ? qbytes_ - c_.sfc_qtg_bytes : 0;
+		const uint64_t us = std::min<uint64_t>(65535, (over * 8'000'000 + c_.line_rate_bps - 1) / c_.line_rate_bps);
+		r_.bts++;
+		push(now + serialization_ns(c_.bts_frame_bytes + c_.wire_overhead, c_.line_rate_bps) + c_.hop_delay_ns,
+		     Kind::Bts, who, false, uint32_t(us));
 	}
 
 	void send(int i, uint64_t now)
@@ -202,6 +240,12 @@ private:
 		x.tx_pending = false;
 		if (!want_more(x))
 			return;
+		if (x.paused_until > now) { // paused after this transmission was scheduled
+			x.tx_pending = true;
+			x.tx_at = x.paused_until;
+			push(x.tx_at, Kind::Tx, i);
+			return;
+		}
 		uint64_t w = ctl(i).output().window_bytes;
 		if (w && x.sent - x.acked + c_.payload_bytes > w)
 			return;
@@ -283,6 +327,7 @@ private:
 				break; // cannot happen: every Arrive event has its packet on the link
 			Packet p = *it;
 			pending_.erase(it);
+			sfc_ingress(e.who, e.t);
 			if (!c_.mark_at_dequeue && red(qbytes_)) {
 				p.ce = true;
 				r_.marked++;
@@ -338,6 +383,20 @@ private:
 			repace(e.who, e.t);
 			schedule_tx(e.who, e.t);
 			break;
+		case Kind::Bts: {
+			Sender &x = s_[size_t(e.who)];
+			ctl(e.who).on_bts(BtsEvent{e.t, e.payload, false, 0, 0, 0});
+			const uint64_t until = ctl(e.who).output().pause_until_ns;
+			// paused time as the engine counts it: to the planned end, a replaced pause gives
+			// back what it did not use
+			if (x.paused_until > e.t)
+				r_.paused_ns -= x.paused_until - e.t;
+			if (until > e.t)
+				r_.paused_ns += until - e.t;
+			x.paused_until = until;
+			retime(e.who, e.t);
+			break;
+		}
 		case Kind::Ack: {
 			Sender &x = s_[size_t(e.who)];
 			x.acked += e.payload;
@@ -364,6 +423,7 @@ private:
 	std::deque<Packet> pending_;   // on the host links
 	std::deque<Packet> fifo_;      // the egress queue (not the packet in service)
 	uint64_t qbytes_ = 0;
+	uint64_t phase_ = 0;           // SFC epochs' phase (ModelConfig::sfc_phase_ns)
 	bool busy_ = false;
 	Packet in_service_{};
 	ModelResult r_;
@@ -372,6 +432,54 @@ private:
 } // namespace
 
 Result<ModelResult> run_model(const ModelConfig &c) { return Model(c).run(); }
+
+Result<bool> model_switch_set(ModelConfig &c, const std::string &key, const std::string &value)
+{
+	auto bad = [&](const char *what) { return make_error("switch setting " + key + "=" + value + ": " + what); };
+	auto onoff = [&](bool &dst) -> Status {
+		if (value != "on" && value != "off")
+			return bad("expected on or off");
+		dst = value == "on";
+		return ok_status();
+	};
+	auto bytes = [&](uint64_t &dst) -> Status {
+		auto b = parse_size_bytes(value);
+		if (!b)
+			return bad("expected a size in bytes");
+		dst = *b;
+		return ok_status();
+	};
+	if (key == "ecn")
+		QN_TRY(onoff(c.ecn));
+	else if (key == "sfc")
+		QN_TRY(onoff(c.sfc));
+	else if (key == "ecn_at") {
+		if (value != "enqueue" && value != "dequeue")
+			return bad("expected enqueue or dequeue");
+		c.mark_at_dequeue = value == "dequeue";
+	} else if (key == "kmin")
+		QN_TRY(bytes(c.kmin_bytes));
+	else if (key == "kmax")
+		QN_TRY(bytes(c.kmax_bytes));
+	else if (key == "sfc_qth")
+		QN_TRY(bytes(c.sfc_qth_bytes));
+	else if (key == "sfc_qtg")
+		QN_TRY(bytes(c.sfc_qtg_bytes));
+	else if (key == "pmax") {
+		char *end = nullptr;
+		const double p = std::strtod(value.c_str(), &end);
+		if (value.empty() || *end || !(p >= 0 && p <= 1))
+			return bad("expected a probability in [0, 1]");
+		c.pmax = p;
+	} else if (key == "sfc_tbf") {
+		auto t = parse_time_ns(value);
+		if (!t)
+			return bad("expected a time");
+		c.sfc_tbf_ns = *t;
+	} else
+		return false;
+	return true;
+}
 
 uint64_t model_base_rtt_ns(const ModelConfig &c)
 {

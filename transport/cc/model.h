@@ -39,6 +39,20 @@ struct ModelConfig {
 	uint64_t kmax_bytes = 200'000;
 	double pmax = 0.01;
 	bool mark_at_dequeue = false;
+	// SFC's congestion point at the switch's ingress (bpf/include/sfc.h, docs/sfc.md): a data
+	// packet that finds more than sfc_qth bytes queued ahead of it sends its sender a BTS of
+	// ceil((depth - sfc_qtg) / line rate) us, once per sender and T_BF epoch (epoch = t / T_BF;
+	// sfc_tbf 0: every packet); the BTS crosses the sender's link (serialization + one hop).
+	bool sfc = false;
+	uint64_t sfc_qth_bytes = 250'000;
+	uint64_t sfc_qtg_bytes = 125'000;
+	uint64_t sfc_tbf_ns = 5'000;
+	// Where the T_BF epochs start relative to t = 0: epoch = (t + phase) / T_BF. The switch's
+	// epochs follow its clock, unrelated to when a run starts, and whether a sender's packets
+	// still in flight when it pauses fall into a new epoch (a second BTS, from a deeper queue,
+	// extends the pause) depends on it. UINT64_MAX: uniform in [0, T_BF) from the seed.
+	uint64_t sfc_phase_ns = UINT64_MAX;
+	uint32_t bts_frame_bytes = 90;       // Ethernet 14 + the BTS's 76-byte IP packet (sfc.md §5)
 	// The scheme, as for the engine.
 	Setup setup;
 	uint64_t seed = 1;
@@ -65,12 +79,19 @@ struct ModelResult {
 	std::vector<ModelRatePoint> trace;
 	uint64_t peak_queue_bytes = 0;
 	uint64_t marked = 0, data_packets = 0, cnps = 0;
+	uint64_t sfc_congested = 0, bts = 0, bts_suppressed = 0; // as the switch's counters
+	uint64_t paused_ns = 0;               // sum over senders of the time they were paused
 	uint64_t payload_rx_bytes = 0;
 	uint64_t first_ce_rx_ns = 0;          // the first CE-marked packet at the receiver (0 = none)
 	std::vector<uint64_t> done_ns;        // per sender: when its last payload byte arrived (0 = not done)
 	std::vector<uint64_t> fct_ns;         // per sender: start to the ACK of its last byte (0 = not done)
 	std::string describe;                 // the scheme's parameters in effect
 };
+
+// Apply one switch setting by its `quench switch keys` name, for the keys the model implements:
+// ecn (on/off), ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf. Return: false for a key
+// the model does not have (the caller decides whether that matters); an error for a bad value.
+Result<bool> model_switch_set(ModelConfig &c, const std::string &key, const std::string &value);
 
 // Run the model. Errors: a bad setup (unknown scheme, bad parameter) or impossible sizes.
 Result<ModelResult> run_model(const ModelConfig &c);

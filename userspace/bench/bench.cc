@@ -25,6 +25,7 @@
 #include "control/bringup.h"
 #include "control/netns.h"
 #include "control/rawsock.h"
+#include "common/units.h"
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
 #include "qn_bare.skel.h"
@@ -287,6 +288,30 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		c->red.at_dequeue = 1;
 		QN_TRY(write_swcfg(switch_pin_dir(t, s1), *c));
 	}
+	if (o.sfc) {
+		// SFC on, the depth toward h2 forced to 2 x Q_Th: the trigger fires for every packet.
+		auto c = read_swcfg(switch_pin_dir(t, s1));
+		if (!c)
+			return c.error();
+		c->sfc.on = 1;
+		c->sfc.tbf_ns = o.sfc_tbf_ns;
+		c->test.qdepth = 1;
+		QN_TRY(write_swcfg(switch_pin_dir(t, s1), *c));
+		int fd = bpf_obj_get((switch_pin_dir(t, s1) + "/qn_test_qdepth").c_str());
+		if (fd < 0)
+			return sys_error(errno, "open the pinned qn_test_qdepth");
+		int rc = 0;
+		for (int p : t.ports_of(s1)) {
+			if (t.ports[size_t(p)].peer_node != h2)
+				continue;
+			uint32_t key = uint32_t(t.ports[size_t(p)].port_no);
+			qn_test_qdepth v{1, 1000, 2ULL * c->sfc.qth_bytes};
+			rc |= bpf_map_update_elem(fd, &key, &v, BPF_ANY);
+		}
+		close(fd);
+		if (rc)
+			return sys_error(errno, "write qn_test_qdepth");
+	}
 	const Port &sp1 = t.ports[size_t(t.ports_of(s1)[0])];
 	std::vector<Bytes> frames;
 	for (int i = 0; i < 64; i++) {
@@ -333,8 +358,10 @@ Result<std::string> bench_switch(const BenchOptions &o)
 	char line[256];
 	std::snprintf(line, sizeof(line),
 		      "quench bench switch: %zu B frames, %d AF_PACKET sender(s) h1 -> s1 -> h2 (star, HTB at "
-		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, ABBA order; RED/ECN at %s\n",
-		      frames[0].size(), o.senders, o.rounds, o.seconds, o.ecn_dequeue ? "dequeue" : "enqueue");
+		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, ABBA order; RED/ECN at %s%s\n",
+		      frames[0].size(), o.senders, o.rounds, o.seconds, o.ecn_dequeue ? "dequeue" : "enqueue",
+		      o.sfc ? ("; SFC on, depth forced to 2 Q_Th, T_BF " + format_time(o.sfc_tbf_ns) +
+			       (o.sfc_tbf_ns ? "" : " (every packet cloned into a BTS)")).c_str() : "");
 	out << line;
 	out << bpf_stats_warning();
 	out << "variant                 ";

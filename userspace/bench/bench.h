@@ -16,6 +16,11 @@ struct BenchOptions {
 	int senders = 1;        // AF_PACKET sender threads in the sending host
 	uint32_t testrun_repeat = 20000; // single TEST_RUN calls whose median is reported
 	bool ecn_dequeue = false; // the quench switch decides RED at dequeue (switch setting ecn_at)
+	bool sfc = false;         // SFC's stage on with the egress depth forced above Q_Th (the
+				  // qdepth test knob): every packet runs the trigger and the Bloom filter,
+				  // and each one the filter lets through is cloned into a BTS
+	uint64_t sfc_tbf_ns = 1'000'000'000; // with sfc: T_BF (1 s: the filter passes one packet per
+				  // flow and second; 0: no suppression, every packet cloned)
 	std::string baseline_obj; // an older qn_switch.bpf.o whose ingress TEST_RUN cost is compared
 	std::string only;         // "quench" or "bare": run that variant alone (to profile it); "" both
 };

@@ -126,6 +126,7 @@ CableSpec cable_spec(const Topology &t, int li)
 	c.name = "cb" + std::to_string(li);
 	c.netns = cable_netns(t);
 	c.delay_ns = t.links[size_t(li)].delay_ns;
+	c.rate_bps = t.links[size_t(li)].rate_bps;
 	c.error_rate = t.links[size_t(li)].error_rate;
 	for (int k = 0; k < 2; k++) {
 		c.ifname[k] = c.name + (k == 0 ? "a" : "b");

@@ -36,6 +36,7 @@ struct CableSpec {
 	uint32_t ifindex[2] = {};
 	std::string xskmap_pin[2];   // the XSKMAP of the XDP program on each end
 	uint64_t delay_ns = 0;       // fabric
+	uint64_t rate_bps = 0;       // the link's rate (fabric): a frame arrives when its last bit does
 	double error_rate = 0.0;     // the link's loss probability, per frame and direction
 };
 // Return: true when link `l` becomes a cable at `topo up` (switch to switch, delay > 0).

@@ -117,6 +117,7 @@ tp::EngineDesc engine_desc(const Topology &t, const PortFactory &ports, bool pro
 			tp::CableDesc cb;
 			cb.name = c.name;
 			cb.delay_ns = c.delay_ns;
+			cb.rate_bps = c.rate_bps;
 			cb.error_rate = c.error_rate;
 			for (int k = 0; k < 2; k++)
 				cb.open[k] = [ports, c, k](uint32_t frames) {

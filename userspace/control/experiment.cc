@@ -1,5 +1,7 @@
 // experiment.cc - experiment files, presets and ns-3 flow files (experiment.h).
 #include "control/experiment.h"
+
+#include <filesystem>
 #include "control/swcfg.h"
 
 #include <algorithm>
@@ -221,6 +223,20 @@ Result<Preset> load_preset(const std::string &path)
 	if (!t)
 		return t.error();
 	return parse_preset(*t, path);
+}
+
+Result<Preset> find_preset(const std::string &v)
+{
+	std::vector<std::string> tries{v};
+	if (v.find('/') == std::string::npos)
+		tries.insert(tries.end(), {data_dir() + "/presets/" + v, data_dir() + "/presets/" + v + ".preset"});
+	for (const auto &t : tries)
+		if (std::filesystem::is_regular_file(t))
+			return load_preset(t);
+	std::string all;
+	for (const auto &t : tries)
+		all += (all.empty() ? "" : ", ") + t;
+	return make_error("preset '" + v + "' not found (tried " + all + ")");
 }
 
 void apply_preset(Topology &t, const Preset &p)

@@ -36,6 +36,8 @@ struct Preset {
 };
 Result<Preset> parse_preset(const std::string &text, const std::string &source);
 Result<Preset> load_preset(const std::string &path);
+// A preset by file path, or by name from the shipped ones (netns/presets/NAME.preset).
+Result<Preset> find_preset(const std::string &name_or_path);
 // Set every link's rate, delay and MTU and every switch's buffer from the preset.
 void apply_preset(Topology &t, const Preset &p);
 

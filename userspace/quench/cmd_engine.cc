@@ -66,6 +66,7 @@ struct GenArgs {
 	std::string fct_out;
 	std::string format = "text";        // text, or json: the JSON document on stdout, the text on stderr
 	bool keep_switch = false;            // do not set the switches' PFC for the scheme
+	bool keep_stages = false;            // do not set the switches' scheme stages (SFC) for the scheme
 	QpOptions qp;
 	EngineOptions eng;
 };
@@ -153,6 +154,11 @@ int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 	bool no_np = false;
 	app.add_flag("--no-np", no_np, "no notification point (negative control)");
 	app.add_flag("--keep-switch-pfc", g.keep_switch, "leave the switches' PFC as set");
+	app.add_flag("--keep-switch-stages", g.keep_stages,
+		     "leave the switches' scheme stages (sfc, sfc_qth, ...) as set instead of the scheme's derived ones");
+	bool no_hold = false;
+	app.add_flag("--test-no-rto-hold", no_hold,
+		     "test switch: a QP's retransmission timer keeps running while flow control pauses it (docs/sfc.md)");
 	cli::number(app, "--trace", g.trace_pairs, 1, 1000, "rate traces of the first N host pairs");
 	app.add_option("--trace-out", g.trace_out, "rate trace CSV");
 	app.add_option("--queues", g.queues, "all or SW:PORT,..");
@@ -173,6 +179,8 @@ int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 		return rc;
 	if (no_np)
 		g.qp.cc.np = false;
+	if (no_hold)
+		g.qp.hold_rto_in_pause = false;
 	return -1;
 }
 
@@ -384,6 +392,39 @@ int cmd_gen(int argc, char **argv, int first)
 		if (!fl)
 			return die("gen: " + fl.error().to_string());
 		flows = std::move(*fl);
+	}
+	// The scheme's stages (flow control, start policy) on every switch, derived for this fabric
+	// as `quench run` does (cc::derive_stages); the base algorithm's switch profile (RED) stays
+	// as set.
+	if (!g.keep_stages && !flows.empty()) {
+		auto t = load_running(g.topo);
+		if (!t)
+			return die("gen: " + t.error().to_string());
+		cc::Fabric fab{0, 0, UINT32_MAX, UINT64_MAX, 0};
+		for (const auto &l : t->links) {
+			if (t->nodes[size_t(l.a)].kind == NodeKind::Host || t->nodes[size_t(l.b)].kind == NodeKind::Host)
+				fab.line_rate_bps = std::max(fab.line_rate_bps, l.rate_bps);
+			fab.mtu = std::min(fab.mtu, l.mtu);
+		}
+		for (const auto &f : flows) {
+			auto p = e.path(f.src, f.dst);
+			if (!p.ok)
+				return die("gen: no path from " + f.src + " to " + f.dst);
+			fab.min_base_rtt_ns = std::min(fab.min_base_rtt_ns, p.base_rtt_ns);
+			fab.max_base_rtt_ns = std::max(fab.max_base_rtt_ns, p.base_rtt_ns);
+		}
+		fab.base_rtt_ns = g.eng.base_rtt_ns ? g.eng.base_rtt_ns : fab.min_base_rtt_ns;
+		auto d = cc::derive_stages(g.qp.cc.scheme, fab);
+		if (!d)
+			return die("gen: " + d.error().to_string());
+		for (const auto &n : d->notes)
+			std::fprintf(g_txt, "derived %s\n", n.c_str());
+		if (auto st = set_running_switches(g.topo, d->switch_settings); !st)
+			return die("gen: " + st.error().to_string());
+		std::string kv;
+		for (const auto &[k, v] : d->switch_settings)
+			kv += " " + k + "=" + v;
+		std::fprintf(g_txt, "switch stages:%s\n", kv.c_str());
 	}
 	ro.timeout_ns = g.timeout_ns ? g.timeout_ns : 1'000'000'000ULL;
 	ro.trace_pairs = g.trace_pairs;

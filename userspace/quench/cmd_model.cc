@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "common/units.h"
@@ -66,6 +67,10 @@ int cmd_model(int argc, char **argv, int first)
 	app.add_flag("--enqueue", at_enqueue, "mark at enqueue")->excludes(deq);
 	bool no_np = false;
 	app.add_flag("--no-np", no_np, "no notification point (negative control)");
+	cli::time(app, "--sfc-phase", c.sfc_phase_ns, "SFC: where the T_BF epochs start (default: random from the seed)");
+	std::map<std::string, std::string> sw_set;
+	cli::key_values(app, "--switch-set", sw_set,
+			"one switch setting the model has, KEY=VALUE (ecn, ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf; repeatable)");
 	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
 		return rc;
 	if (no_np)
@@ -82,28 +87,33 @@ int cmd_model(int argc, char **argv, int first)
 	c.payload_bytes = payload_mtu(mtu);
 	c.frame_bytes = c.payload_bytes + 14 + 20 + 8 + 12 + 4;
 	const uint64_t rtt = cc::model_base_rtt_ns(c);
-	if (derived) {
-		auto d = cc::derive(c.setup.scheme, cc::Fabric{c.line_rate_bps, rtt, mtu, rtt, rtt}, true);
+	// The scheme's switch settings: with --derived all of them (cc::derive: the RED profile
+	// unless given on the command line), otherwise its stages' only (cc::derive_stages: a
+	// scheme with /sfc runs SFC's congestion point, every other has it off); then --switch-set.
+	// Keys the model does not have (pfc: it has no PFC) are left out.
+	{
+		const cc::Fabric fab{c.line_rate_bps, rtt, mtu, rtt, rtt};
+		auto d = derived ? cc::derive(c.setup.scheme, fab, true) : cc::derive_stages(c.setup.scheme, fab);
 		if (!d)
 			return die(d.error().to_string());
 		for (const auto &[k, v] : d->overrides)
 			if (!c.setup.overrides.count(k))
 				c.setup.overrides[k] = v;
 		for (const auto &[k, v] : d->switch_settings) {
-			if (k == "ecn_at" && !mark_set)
-				c.mark_at_dequeue = v == "dequeue";
-			if (kset)
-				continue; // thresholds given on the command line
-			if (k == "kmin" || k == "kmax") {
-				auto b = parse_size_bytes(v);
-				if (b)
-					(k == "kmin" ? c.kmin_bytes : c.kmax_bytes) = *b;
-			} else if (k == "pmax") {
-				c.pmax = std::strtod(v.c_str(), nullptr);
-			}
+			if ((k == "ecn_at" && mark_set) || ((k == "kmin" || k == "kmax" || k == "pmax") && kset))
+				continue; // given on the command line
+			if (auto st = cc::model_switch_set(c, k, v); !st)
+				return die("derived " + st.error().to_string());
 		}
 		for (const auto &n : d->notes)
 			std::printf("derived %s\n", n.c_str());
+	}
+	for (const auto &[k, v] : sw_set) {
+		auto st = cc::model_switch_set(c, k, v);
+		if (!st)
+			return die("--switch-set: " + st.error().to_string());
+		if (!*st)
+			return die("--switch-set: the model has no switch setting '" + k + "' (it has ecn, ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf)");
 	}
 	{
 		// The switch marks only ECT packets: the scheme's descriptor says whether it sends them.
@@ -160,6 +170,14 @@ int cmd_model(int argc, char **argv, int first)
 	}
 	std::printf("signals: %lu of %lu data packets marked, %lu CNPs\n", static_cast<unsigned long>(r->marked),
 		    static_cast<unsigned long>(r->data_packets), static_cast<unsigned long>(r->cnps));
+	if (c.sfc)
+		std::printf("sfc: Q_Th %s, Q_Tg %s, T_BF %s; %lu packets over Q_Th, %lu BTS, %lu suppressed; senders paused %s in all\n",
+			    format_size(c.sfc_qth_bytes).c_str(), format_size(c.sfc_qtg_bytes).c_str(),
+			    format_time(c.sfc_tbf_ns).c_str(), static_cast<unsigned long>(r->sfc_congested),
+			    static_cast<unsigned long>(r->bts), static_cast<unsigned long>(r->bts_suppressed),
+			    format_time(r->paused_ns).c_str());
+	else
+		std::printf("sfc: off\n");
 	auto write = [&](const std::string &path, auto &&body) -> bool {
 		std::ofstream f(path);
 		if (!f)

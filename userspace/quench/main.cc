@@ -15,6 +15,7 @@
 #include "common/units.h"
 #include "control/bringup.h"
 #include "control/exec.h"
+#include "control/experiment.h"
 #include "control/stats.h"
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
@@ -67,7 +68,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     network to hold the emulator against (no root)
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   schemes                                           the congestion-control schemes that exist
-  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue]
+  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue] [--sfc [--sfc-tbf T]]
                [--baseline-obj OLD_qn_switch.bpf.o] [--only quench|bare]
                                                     quench's switch vs a bare redirect, side by side
   bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
@@ -99,11 +100,14 @@ struct Args {
 	std::string format = "table"; // switch stats: table or json
 	std::string baseline_obj;     // bench switch --baseline-obj
 	std::string only;             // bench switch --only
+	std::string preset;           // topo check/up --preset
 	double seconds = 1.0;
 	int rounds = 10;
 	size_t size = 64;
 	int senders = 1;
 	bool ecn_dequeue = false;
+	bool sfc = false;             // bench switch --sfc
+	uint64_t sfc_tbf_ns = 1'000'000'000; // bench switch --sfc-tbf
 };
 
 // The topology, switch and bench commands on CLI11: every option where the command takes it,
@@ -118,6 +122,10 @@ int parse_args(int argc, char **argv, Args &a)
 	std::vector<std::string> rest; // a subcommand's positional arguments
 	auto params = [&](CLI::App *c) { qn::cli::key_values(*c, "--param", a.params, "a topology param, K=V (repeatable)"); };
 	auto name = [&](CLI::App *c) { c->add_option("--name", a.name, "the topology's name instead of the file's"); };
+	auto preset = [&](CLI::App *c) {
+		c->add_option("--preset", a.preset,
+			      "a fabric preset (netns/presets/ NAME or a FILE): every link's rate, delay and MTU, every switch's buffer");
+	};
 	auto args = [&](CLI::App *c, const char *what, bool required) {
 		auto *o = c->add_option(what, rest, what);
 		if (required)
@@ -128,10 +136,12 @@ int parse_args(int argc, char **argv, Args &a)
 	args(check, "FILE", true);
 	params(check);
 	name(check);
+	preset(check);
 	CLI::App *up = topo->add_subcommand("up", "bring a topology up (idempotent)");
 	args(up, "FILE", true);
 	params(up);
 	name(up);
+	preset(up);
 	qn::cli::number(*up, "--dilation", a.dilation, 1, 10000, "time dilation D");
 	up->add_flag("--no-steering", a.no_steering, "no XDP steering on host ports");
 	up->add_flag("--no-cables", a.no_cables, "delayed switch links become plain veths");
@@ -171,6 +181,8 @@ int parse_args(int argc, char **argv, Args &a)
 	qn::cli::number(*bsw, "--size", a.size, 1, 1e6, "frame bytes");
 	qn::cli::number(*bsw, "--senders", a.senders, 1, 1e6, "sending threads");
 	bsw->add_flag("--ecn-dequeue", a.ecn_dequeue, "RED decided at dequeue");
+	bsw->add_flag("--sfc", a.sfc, "SFC on, the egress depth forced above Q_Th (trigger, Bloom filter and BTS clone run)");
+	qn::cli::time(*bsw, "--sfc-tbf", a.sfc_tbf_ns, "with --sfc: the Bloom epoch T_BF (default 1s; 0: every packet cloned)");
 	bsw->add_option("--baseline-obj", a.baseline_obj,
 			"an older qn_switch.bpf.o: its ingress TEST_RUN cost, interleaved with this build's")
 		->check(CLI::ExistingFile);
@@ -205,6 +217,17 @@ qn::Result<qn::Topology> load(const Args &a, const std::string &file)
 		if (!ok)
 			return qn::make_error("--name '" + a.name + "' must be 1-12 characters of [a-z0-9]");
 		t->name = a.name;
+	}
+	if (!a.preset.empty()) {
+		auto p = qn::find_preset(a.preset);
+		if (!p)
+			return p.error();
+		qn::apply_preset(*t, *p);
+		if (auto st = qn::derive(*t); !st)
+			return st.error();
+		if (p->switch_delay_ns || p->nic_delay_ns)
+			std::fprintf(stderr, "note: preset %s's switch and NIC delays are the engine's: quench gen --switch-delay %s --nic-delay %s\n",
+				     p->name.c_str(), qn::format_time(p->switch_delay_ns).c_str(), qn::format_time(p->nic_delay_ns).c_str());
 	}
 	for (const auto &w : t->warnings)
 		std::fprintf(stderr, "warning: %s\n", w.c_str());
@@ -390,6 +413,8 @@ int cmd_bench(const Args &a)
 	o.frame_bytes = a.size;
 	o.senders = a.senders;
 	o.ecn_dequeue = a.ecn_dequeue;
+	o.sfc = a.sfc;
+	o.sfc_tbf_ns = a.sfc_tbf_ns;
 	o.baseline_obj = a.baseline_obj;
 	o.only = a.only;
 	auto r = qn::bench_switch(o);

@@ -300,27 +300,20 @@ Status calibrate(ExperimentRun &c, double forced_d)
 	k.jitter_wall_ns = UINT64_MAX;
 	for (int i = 0; i < 3; i++)
 		k.jitter_wall_ns = std::min(k.jitter_wall_ns, measure_jitter_ns(100));
-	k.base_rtt_min_ns = UINT64_MAX;
-	k.host_rate_bps = 0;
-	k.mtu = UINT32_MAX;
-	for (const auto &l : c.topo.links) {
-		if (c.topo.nodes[size_t(l.a)].kind == NodeKind::Host || c.topo.nodes[size_t(l.b)].kind == NodeKind::Host)
-			k.host_rate_bps = std::max(k.host_rate_bps, l.rate_bps);
-		k.mtu = std::min(k.mtu, l.mtu);
-	}
+	const cc::Fabric links = links_fabric(c.topo);
+	k.host_rate_bps = links.line_rate_bps;
+	k.mtu = links.mtu;
 	std::set<std::string> senders;
 	for (const auto &f : c.flows)
 		senders.insert(f.src);
 	k.offered_bps = double(senders.size()) * double(k.host_rate_bps);
 	// Base RTTs over every host pair of the flow list (common.md §4).
 	auto base_rtts = [&](Engine &en) -> Status {
-		for (const auto &f : c.flows) {
-			auto p = en.path(f.src, f.dst);
-			if (!p.ok)
-				return make_error("no path from " + f.src + " to " + f.dst + " in " + c.topo.source);
-			k.base_rtt_min_ns = std::min(k.base_rtt_min_ns, p.base_rtt_ns);
-			k.base_rtt_max_ns = std::max(k.base_rtt_max_ns, p.base_rtt_ns);
-		}
+		auto f = flows_fabric(c.topo, en, c.flows);
+		if (!f)
+			return f.error();
+		k.base_rtt_min_ns = f->min_base_rtt_ns;
+		k.base_rtt_max_ns = f->max_base_rtt_ns;
 		return ok_status();
 	};
 	if (forced_d > 0) {
@@ -452,6 +445,34 @@ Status calibrate(ExperimentRun &c, double forced_d)
 
 // ---------------------------------------------------------------------------------------------
 // One scheme
+
+cc::Fabric links_fabric(const Topology &t)
+{
+	cc::Fabric f{0, 0, UINT32_MAX, 0, 0};
+	for (const auto &l : t.links) {
+		if (t.nodes[size_t(l.a)].kind == NodeKind::Host || t.nodes[size_t(l.b)].kind == NodeKind::Host)
+			f.line_rate_bps = std::max(f.line_rate_bps, l.rate_bps);
+		f.mtu = std::min(f.mtu, l.mtu);
+	}
+	return f;
+}
+
+Result<cc::Fabric> flows_fabric(const Topology &t, const Engine &e, const std::vector<FlowSpec> &flows)
+{
+	cc::Fabric f = links_fabric(t);
+	f.min_base_rtt_ns = UINT64_MAX;
+	for (const auto &fl : flows) {
+		auto p = e.path(fl.src, fl.dst);
+		if (!p.ok)
+			return make_error("no path from " + fl.src + " to " + fl.dst + " in " + t.source);
+		f.min_base_rtt_ns = std::min(f.min_base_rtt_ns, p.base_rtt_ns);
+		f.max_base_rtt_ns = std::max(f.max_base_rtt_ns, p.base_rtt_ns);
+	}
+	if (flows.empty())
+		f.min_base_rtt_ns = 0;
+	f.base_rtt_ns = f.min_base_rtt_ns;
+	return f;
+}
 
 Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, size_t idx)
 {

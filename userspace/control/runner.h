@@ -144,6 +144,11 @@ Result<SchemeResult> run_scheme_attempts(ExperimentRun &r, const std::string &sc
 
 // The switch settings a scheme runs with: its derived profile, then the experiment's `switch`
 // lines for every scheme, then those for this scheme (later wins).
+// The fabric a scheme's parameters are derived for, from the topology: the largest host link
+// rate and the smallest MTU (links_fabric), and with an engine the base RTTs over the flows'
+// host pairs (common.md §4; base_rtt_ns = the smallest). Errors: a flow without a path.
+tp::cc::Fabric links_fabric(const Topology &t);
+Result<tp::cc::Fabric> flows_fabric(const Topology &t, const tp::Engine &e, const std::vector<tp::FlowSpec> &flows);
 // Apply `kv` (switch keys, in order) to every switch of the running topology `topo`, validated;
 // return what each switch then holds, read back from its pinned map.
 Result<std::vector<SwitchInForce>> set_running_switches(const std::string &topo,

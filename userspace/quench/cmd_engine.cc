@@ -400,21 +400,12 @@ int cmd_gen(int argc, char **argv, int first)
 		auto t = load_running(g.topo);
 		if (!t)
 			return die("gen: " + t.error().to_string());
-		cc::Fabric fab{0, 0, UINT32_MAX, UINT64_MAX, 0};
-		for (const auto &l : t->links) {
-			if (t->nodes[size_t(l.a)].kind == NodeKind::Host || t->nodes[size_t(l.b)].kind == NodeKind::Host)
-				fab.line_rate_bps = std::max(fab.line_rate_bps, l.rate_bps);
-			fab.mtu = std::min(fab.mtu, l.mtu);
-		}
-		for (const auto &f : flows) {
-			auto p = e.path(f.src, f.dst);
-			if (!p.ok)
-				return die("gen: no path from " + f.src + " to " + f.dst);
-			fab.min_base_rtt_ns = std::min(fab.min_base_rtt_ns, p.base_rtt_ns);
-			fab.max_base_rtt_ns = std::max(fab.max_base_rtt_ns, p.base_rtt_ns);
-		}
-		fab.base_rtt_ns = g.eng.base_rtt_ns ? g.eng.base_rtt_ns : fab.min_base_rtt_ns;
-		auto d = cc::derive_stages(g.qp.cc.scheme, fab);
+		auto fab = flows_fabric(*t, e, flows);
+		if (!fab)
+			return die("gen: " + fab.error().to_string());
+		if (g.eng.base_rtt_ns)
+			fab->base_rtt_ns = g.eng.base_rtt_ns;
+		auto d = cc::derive_stages(g.qp.cc.scheme, *fab);
 		if (!d)
 			return die("gen: " + d.error().to_string());
 		for (const auto &n : d->notes)

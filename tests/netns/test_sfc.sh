@@ -136,8 +136,11 @@ echo "stage off: 0 BTS, slope $(jq -n "$off | round") B/sender: the slope check 
 
 # (3) Pause against retransmission, the depth toward h1 (port 0) forced to 1.1 MB.
 q=1100000
-bpftool map update pinned "$PIN/qn_test_qdepth" key 0 0 0 0 value \
-	$(python3 -c "import struct; print(' '.join(str(b) for b in struct.pack('<IIQ', 1, $((q / 2062)), $q)))")
+# le VALUE BYTES: VALUE as BYTES little-endian decimal bytes (bpftool's map value syntax)
+le() { local i; for ((i = 0; i < $2; i++)); do printf '%d ' $((($1 >> (8 * i)) & 255)); done; }
+# struct qn_test_qdepth {u32 valid; u32 pkts; u64 bytes}
+# shellcheck disable=SC2046
+bpftool map update pinned "$PIN/qn_test_qdepth" key 0 0 0 0 value $(le 1 4) $(le $((q / 2062)) 4) $(le $q 8)
 "$QUENCH" switch set "$TOPO_NAME/tor" qdepth=on >/dev/null
 pause() { # gen options -> sets OUT, TXT; "TIMEOUTS RETX DROPS BTS PAUSED_NS"
 	local d0 attempt

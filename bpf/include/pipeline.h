@@ -6,7 +6,8 @@
  * (parsed headers and its window), the ingress and egress ports, the egress queue's depth, the
  * time and the settings. A stage is `static __always_inline __u32 qn_stage_X(struct qn_ctx *c)`
  * returning 0 to go on or a drop reason (enum qn_drop_reason) to drop the packet, counted on the
- * ingress port. A stage never calls a helper that changes the packet's length or data
+ * ingress port, or QN_VERDICT_CONSUMED for a packet the stage turned into something else (SFC-P's
+ * BTS that became a PAUSE): not forwarded and not a drop. A stage never calls a helper that changes the packet's length or data
  * (clone_redirect, change_tail, pull_data): on newer kernels such a call inside a subprogram
  * invalidates its caller's packet pointers, so only the top-level program makes them; a stage
  * that wants a copy for the builder asks for it with qn_sig_request() (signals.h).
@@ -18,6 +19,9 @@
 #include "qn_abi.h"
 #include "parse.h"
 #include "maps.h"
+
+/* A stage's verdict for a packet it consumed (not a drop reason: never counted as one). */
+#define QN_VERDICT_CONSUMED 0xC0u
 
 /* Load-time constants of this switch (set through the skeleton before load). */
 const volatile struct qn_cfg qn_cfg = {};

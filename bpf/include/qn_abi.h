@@ -188,7 +188,14 @@ struct qn_fib_val {
 	X(acct_repaired, "", "bytes charged toward this port whose departure the dequeue hook never saw, released when its queue was found empty") \
 	X(sfc_congested, "sfc_cong", "SFC-eligible packets that found this port's queue over sfc_qth") \
 	X(sfc_bts_queue, "bts_q", "of them, BTS requested (origin: this switch's queue)") \
-	X(sfc_suppressed, "", "of them, suppressed by the Bloom filter (flow signalled in this epoch)")
+	X(sfc_suppressed, "", "BTS requests (congested, cache hit or estimate) suppressed by the Bloom filter") \
+	X(sfc_bts_cache, "bts_c", "BTS requested by a pause-cache hit for data leaving through this port") \
+	X(sfc_bts_est, "bts_e", "BTS requested by the incast estimator for data leaving through this port") \
+	X(sfc_cache_insert, "", "cacheable BTS that entered here and created a pause-cache entry") \
+	X(sfc_cache_update, "", "... that raised the pause end of a live entry of their key (max-update)") \
+	X(sfc_cache_collide, "", "... that found a live entry of another key in their slot (not cached)") \
+	X(sfc_cache_lost, "", "... whose insert lost its compare-and-exchange race four times (not cached)") \
+	X(sfcp_pause, "sfcp", "BTS for the host on this port turned into one PFC PAUSE (SFC-P)")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;
@@ -270,6 +277,17 @@ struct qn_set_sfc {
 	__u64 qth_bytes;        /* Q_Th: a BTS when the egress queue is over this */
 	__u64 qtg_bytes;        /* Q_Tg: the pause drains the queue to this */
 	__u64 tbf_ns;           /* T_BF: Bloom filter epoch (0 = no suppression) */
+	__u32 cache;            /* enum qn_sfc_cache_mode: where pause caches live (sfc.md §3.1) */
+	__u32 sfcp;             /* 1 = SFC-P: a BTS leaving toward a host becomes one PFC PAUSE */
+	__u32 est;              /* 1 = the incast estimator (sfc.md §3.4) at this switch's host ports */
+	__u32 pad2;
+	__u64 est_tau_ns;       /* its time constant tau (fabric ns) */
+	__u64 est_rate_bps;     /* R_dst, the receivers' link rate (fabric bits/s) */
+};
+enum qn_sfc_cache_mode {
+	QN_SFC_CACHE_OFF = 0,
+	QN_SFC_CACHE_TOR = 1,   /* cache BTS leaving this switch toward a host (a sender-side ToR) */
+	QN_SFC_CACHE_ALL = 2,   /* cache every cacheable BTS that transits this switch (Alg. 1) */
 };
 struct qn_swcfg {
 	struct qn_set_buffer buffer;
@@ -281,6 +299,18 @@ struct qn_swcfg {
 };
 #define QN_SFC_BLOOM_HASHES 3   /* sfc.md §4: 3 hash functions */
 #define QN_SFC_BLOOM_CELLS 4096 /* cells per hash (a power of two) */
+/* Pause cache (sfc.h): QN_SFC_CACHE_SLOTS u64 words, hash-addressed by (dst IP, DSCP without
+ * the bits in QN_SFC_DSCP_IGNORE). A word packs the rest of the key's bijective hash (the tag,
+ * QN_SFC_TAG_BITS) and the pause end (wall ns / 1024, rounded up, modulo 2^QN_SFC_END_BITS), so
+ * one compare-and-exchange updates an entry: a tag names exactly one key (no false match). */
+#define QN_SFC_CACHE_SLOTS 32768    /* sfc.md §4: 32K entries */
+#define QN_SFC_CACHE_IDX_BITS 15
+#define QN_SFC_KEY_BITS 37          /* 32 bits of address, 5 of DSCP */
+#define QN_SFC_TAG_BITS 22          /* QN_SFC_KEY_BITS - QN_SFC_CACHE_IDX_BITS */
+#define QN_SFC_END_BITS 42          /* 64 - QN_SFC_TAG_BITS: 2^42 x 1024 ns = 52 days */
+#define QN_SFC_END_SHIFT 10         /* end units: 1024 ns */
+#define QN_SFC_DSCP_IGNORE 0x01     /* PB-FS's PBT bit (QN_TOS_PBT >> 2) never splits a key */
+#define QN_SFC_EST_SLOTS 1024      /* incast estimator: slots by destination (sfc.h) */
 
 /* qn_dqmarks: LRU hash shared by every switch and host steering program of a topology (pinned
  * at /sys/fs/bpf/quench/<topology>/qn_dqmarks). A switch's dequeue hook, which cannot write the
@@ -329,9 +359,11 @@ struct qn_pfc_acct {
 struct qn_pfc_event {
 	__u32 ifindex;          /* port whose peer is paused/resumed */
 	__u32 port_no;
-	__u32 prio;
+	__u16 prio;
+	__u16 flags;            /* QN_PFC_EV_ONCE */
 	__u32 quanta;           /* 0 = XON */
 };
+#define QN_PFC_EV_ONCE 0x1      /* one PAUSE frame, never refreshed, no XON (SFC-P) */
 
 struct qn_qsample {
 	__u64 ts_ns;            /* bpf_ktime_get_ns() (wall) */

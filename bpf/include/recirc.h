@@ -15,6 +15,10 @@
  * ECMP path, MAC rewrite), straight to the egress port: a signal bypasses this switch's own
  * ingress and is not charged to its queues. Counters on the original's ingress port: sig_echo,
  * sig_bts, sig_postcard, and sig_lost for a request that could not be built.
+ *
+ * SFC-P: because a signal bypasses this switch's ingress, the builder itself replaces a BTS
+ * whose next hop is one of this switch's hosts by a PAUSE when sfc_p is on (sfc.h
+ * qn_sfcp_post), counted as sig_bts (the signal was made) and sfcp_pause (the host port).
  */
 #ifndef QN_RECIRC_H
 #define QN_RECIRC_H
@@ -22,6 +26,7 @@
 #include "pipeline.h"
 #include "csum.h"
 #include "fwd.h"
+#include "sfc.h"
 
 struct qn_sig_hdrs {
 	__u8 pad[2];            /* puts the IPv4 header on a 4-byte boundary */
@@ -163,6 +168,18 @@ static __always_inline int qn_recirc_build(struct __sk_buff *skb)
 	nh = qn_fib_nexthop(h.ip.daddr, 0); /* signals take the first equal-cost path */
 	if (!nh)
 		goto lost;
+	if (type == QN_SIG_BTS) {
+		const struct qn_swcfg *cfg = qn_swcfg_get();
+		__u32 nif = nh->ifindex;
+		struct qn_port *hp;
+
+		if (cfg && cfg->sfc.on && cfg->sfc.sfcp && (hp = bpf_map_lookup_elem(&qn_ports, &nif)) &&
+		    hp->role == QN_ROLE_HOST) {
+			qn_sfcp_post(hp, nif, oip.tos >> 5, e.v.bts.pause_us > 0xFFFF ? 0xFFFF : e.v.bts.pause_us);
+			st->sig_bts++;
+			return TC_ACT_SHOT; /* the copy: consumed, the PAUSE is on its way */
+		}
+	}
 	qn_rewrite_macs(&h.eth, nh);
 
 	/* Write the new frame over the copy: drop an offloaded VLAN tag, set the length, then the

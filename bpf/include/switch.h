@@ -14,7 +14,7 @@
  *   admit        queue.h    dynamic-threshold admission
  *   red          red.h      RED/ECN decision at enqueue
  *   (schemes)    one header per scheme stage, registered in QN_SCHEME_STAGES below:
- *                sfc.h (SFC's BTS trigger)
+ *                sfc.h (SFC: BTS trigger, pause caches, SFC-P, incast estimator)
  *   rewrite      fwd.h      TTL, CE, MACs
  *   charge, pfc  queue.h, pfc.h  accounting released at dequeue; XOFF
  *   test_mirror  testknob.h signal trigger (test knob)
@@ -114,7 +114,8 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	}
 	return TC_ACT_REDIRECT;
 drop:
-	qn_count_drop(c.st, r);
+	if (r != QN_VERDICT_CONSUMED)
+		qn_count_drop(c.st, r);
 	return TC_ACT_SHOT;
 }
 

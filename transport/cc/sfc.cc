@@ -22,11 +22,12 @@ Derived sfc_derive(const Fabric &f)
 	d.switch_settings = {{"sfc", "on"},
 			     {"sfc_qth", std::to_string(qth)},
 			     {"sfc_qtg", std::to_string(qtg)},
-			     {"sfc_tbf", std::to_string(tbf) + "ns"}};
+			     {"sfc_tbf", std::to_string(tbf) + "ns"},
+			     {"sfc_est_tau", std::to_string(f.base_rtt_ns) + "ns"}};
 	char b[300];
 	std::snprintf(b, sizeof(b),
 		      "sfc: BDP = %.4g Gbit/s x base RTT %.4g us / 8 = %s B; Q_Th = 2 BDP = %s B, Q_Tg = BDP, "
-		      "T_BF = RTT/2 = %.4g us (sfc.md §4)",
+		      "T_BF = RTT/2 = %.4g us, estimator tau = RTT (sfc.md §4, §3.4)",
 		      double(f.line_rate_bps) / 1e9, double(f.base_rtt_ns) / 1e3, std::to_string(qtg).c_str(),
 		      std::to_string(qth).c_str(), double(tbf) / 1e3);
 	d.notes.push_back(b);

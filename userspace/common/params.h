@@ -240,8 +240,12 @@ public:
 			return b;
 		}
 		case ParamKind::Time:
-		case ParamKind::Size: return std::to_string(get_int(x, p));
-		case ParamKind::Rate: return std::to_string(get_int(x, p));
+		case ParamKind::Size:
+		case ParamKind::Rate:
+			// 0 reads back through the row's word for it (a rate of 0 does not parse)
+			if (p.zero && get_int(x, p) == 0)
+				return p.zero;
+			return std::to_string(get_int(x, p));
 		default: return value(x, p);
 		}
 	}

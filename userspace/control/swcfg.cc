@@ -48,6 +48,12 @@ const ParamTable<qn_swcfg> &swcfg_table()
 		{"sfc_qth", K::Size, W(sfc.qth_bytes), 0, 1e12, {}, "SFC Q_Th: a BTS when the egress queue is over this", nullptr, "250000"},
 		{"sfc_qtg", K::Size, W(sfc.qtg_bytes), 0, 1e12, {}, "SFC Q_Tg: the pause drains the queue to this", nullptr, "125000"},
 		{"sfc_tbf", K::Time, W(sfc.tbf_ns), 0, 1e12, {}, "SFC T_BF: Bloom filter epoch, fabric time (0 = no suppression)", nullptr, "5us"},
+		{"sfc_cache", K::Choice, W(sfc.cache), 0, 0, {"off", "tor", "all"},
+		 "SFC pause cache: off, tor (BTS toward this switch's hosts, answers their data) or all (Alg. 1)", nullptr, "tor"},
+		{"sfc_p", K::Flag, W(sfc.sfcp), 0, 0, {}, "SFC-P: a BTS leaving toward a host becomes one PFC PAUSE", nullptr, "off"},
+		{"sfc_est", K::Flag, W(sfc.est), 0, 0, {}, "SFC incast estimator at this switch's host ports", nullptr, "off"},
+		{"sfc_est_tau", K::Time, W(sfc.est_tau_ns), 0, 1e12, {}, "its time constant tau, fabric time", nullptr, "10us"},
+		{"sfc_est_rate", K::Rate, W(sfc.est_rate_bps), 0, 1e13, {}, "the receivers' link rate R_dst (port = the ingress port's)", "port", "port"},
 	});
 	// clang-format on
 	return t;

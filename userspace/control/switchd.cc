@@ -69,7 +69,7 @@ struct SwitchCtl {
 	std::string name;
 	std::vector<PortTx> ports; // by port_no
 	Pause paused[QN_MAX_PORTS][QN_NUM_PRIOS];
-	uint64_t frames = 0, refreshes = 0;
+	uint64_t frames = 0, refreshes = 0, once = 0;
 	int sweep_fd = -1; // qn_tc_sweep (bpf/include/acct.h)
 	uint64_t next_sweep_ns = 0, sweeps = 0, sweep_errors = 0;
 	~SwitchCtl()
@@ -116,6 +116,14 @@ int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	Pause &p = s.paused[ev.port_no][ev.prio];
 	send_pfc(s, ev.port_no, ev.prio, uint16_t(ev.quanta));
+	if (ev.flags & QN_PFC_EV_ONCE) {
+		// SFC-P (sfc.h): one PAUSE that ends by its quanta; the port's own XOFF state is
+		// untouched (no refresh, no XON).
+		s.once++;
+		logf("%s %s prio %u SFC-P PAUSE quanta %u\n", s.name.c_str(), s.ports[ev.port_no].ifname.c_str(),
+		     unsigned(ev.prio), ev.quanta);
+		return 0;
+	}
 	if (ev.quanta) {
 		p.on = true;
 		p.quanta = uint16_t(ev.quanta);
@@ -123,7 +131,7 @@ int on_event(void *ctx, void *data, size_t len)
 	} else {
 		p.on = false;
 	}
-	logf("%s %s prio %u %s quanta %u\n", s.name.c_str(), s.ports[ev.port_no].ifname.c_str(), ev.prio,
+	logf("%s %s prio %u %s quanta %u\n", s.name.c_str(), s.ports[ev.port_no].ifname.c_str(), unsigned(ev.prio),
 	     ev.quanta ? "XOFF" : "XON", ev.quanta);
 	return 0;
 }
@@ -149,8 +157,9 @@ void run_one(SwitchCtl *s, ring_buffer *rb)
 			}
 		}
 	}
-	logf("%s: %llu PFC frames sent (%llu refreshes); %llu accounting sweeps, %llu failed\n", s->name.c_str(),
-	     static_cast<unsigned long long>(s->frames), static_cast<unsigned long long>(s->refreshes),
+	logf("%s: %llu PFC frames sent (%llu refreshes, %llu SFC-P); %llu accounting sweeps, %llu failed\n",
+	     s->name.c_str(), static_cast<unsigned long long>(s->frames), static_cast<unsigned long long>(s->refreshes),
+	     static_cast<unsigned long long>(s->once),
 	     static_cast<unsigned long long>(s->sweeps), static_cast<unsigned long long>(s->sweep_errors));
 }
 

@@ -28,6 +28,13 @@ Bytes build_pfc_frame(const Mac &src, uint8_t prio_mask, const std::array<uint16
 	return b;
 }
 
+Bytes pfc_frame_for(const Mac &src, uint32_t prio, uint16_t quanta)
+{
+	std::array<uint16_t, 8> q{};
+	q[prio & 7] = quanta;
+	return build_pfc_frame(src, uint8_t(1u << (prio & 7)), q);
+}
+
 std::optional<PfcFrame> parse_pfc_frame(const Bytes &f)
 {
 	if (f.size() < 34)

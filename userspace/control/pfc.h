@@ -19,6 +19,9 @@ constexpr size_t kPfcFrameLen = 60;
 // Return: a PFC frame from `src` pausing each priority whose bit is set in `prio_mask` for
 // quanta[prio] (0 resumes it).
 Bytes build_pfc_frame(const Mac &src, uint8_t prio_mask, const std::array<uint16_t, 8> &quanta);
+// The frame the switch's control thread sends for one qn_pfc_event: `quanta` for priority `prio`
+// alone (0 = XON).
+Bytes pfc_frame_for(const Mac &src, uint32_t prio, uint16_t quanta);
 
 struct PfcFrame {
 	uint8_t prio_mask = 0;

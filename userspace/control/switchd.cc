@@ -97,9 +97,7 @@ void send_pfc(SwitchCtl &s, uint32_t port_no, uint32_t prio, uint16_t quanta)
 {
 	if (port_no >= s.ports.size() || !s.ports[port_no].sock || prio >= QN_NUM_PRIOS)
 		return;
-	std::array<uint16_t, 8> q{};
-	q[prio] = quanta;
-	Bytes f = build_pfc_frame(s.ports[port_no].mac, uint8_t(1u << prio), q);
+	Bytes f = pfc_frame_for(s.ports[port_no].mac, prio, quanta);
 	auto r = s.ports[port_no].sock->send_batch(std::vector<Bytes>{f});
 	if (r && *r == 1)
 		s.frames++;

@@ -22,6 +22,7 @@
 // Units: fabric ns and fabric bit/s everywhere in this API; wall-clock values only in Health.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -301,6 +302,10 @@ public:
 	// Signal loop delays (fabric ns): from the (latest) send of the PSN a signal names to the
 	// engine's reaction to it, over every QP.
 	const Histogram &loop_delay(Signal s) const { return loop_delay_[size_t(s)]; }
+	// The BTS loop split by the BTS's origin field (qn_abi.h enum qn_bts_origin: 0 the congested
+	// queue's switch, 1 a pause cache, 2 an estimator; 3 = any other value).
+	static constexpr size_t kBtsOrigins = 4;
+	const Histogram &bts_loop_by_origin(size_t origin) const { return bts_loop_origin_[std::min(origin, kBtsOrigins - 1)]; }
 	// The fabric time a QP's flow control last held it until (0 or a past time: not paused).
 	uint64_t paused_until(QpHandle h) const { return qps_[h]->pause_until; }
 	// The fabric time its flow control paused it (a pause in progress counts to its planned end).
@@ -501,6 +506,7 @@ private:
 	uint64_t qsample_ns_ = 0, next_qsample_ = 0;
 	void sample_queues(uint64_t now);
 	std::array<Histogram, size_t(Signal::Count)> loop_delay_;
+	std::array<Histogram, kBtsOrigins> bts_loop_origin_;
 	// Min and max base RTT over served host pairs (the fabric handed to schemes).
 	uint64_t min_rtt_ns_ = 0, max_rtt_ns_ = 0;
 	void *ring_ = nullptr;              // io_uring (opaque here)

@@ -189,6 +189,11 @@ void Engine::on_bts(Host &h, const Packet &p, uint64_t now)
 	Qp *q = signal_target(h, Signal::Bts, p.sport, b.orig_dest_qp, b.orig_dst_ip, b.orig_psn, now);
 	if (!q)
 		return;
+	if (q->sent) {
+		const SentStamp &e = (*q->sent)[b.orig_psn % kSentRing];
+		if (e.psn == b.orig_psn && now >= e.ns)
+			bts_loop_origin_[std::min<size_t>(b.origin, kBtsOrigins - 1)].add(now - e.ns);
+	}
 	q->ctl->on_bts(cc::BtsEvent{now, b.pause_us, b.cacheable, b.origin, b.reporter, b.orig_psn});
 	apply_cc(*q, now);
 	rearm_timers(*q);

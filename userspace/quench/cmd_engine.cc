@@ -231,6 +231,14 @@ void print_hosts(Engine &e)
 			    static_cast<unsigned long long>(hg.count()), fmt_ns(hg.quantile(0.5)).c_str(),
 			    fmt_ns(hg.quantile(0.99)).c_str(), fmt_ns(hg.max()).c_str());
 	}
+	for (size_t o = 0; o < Engine::kBtsOrigins; o++) {
+		const Histogram &hg = e.bts_loop_by_origin(o);
+		if (hg.count() == 0)
+			continue;
+		std::fprintf(g_txt, "loop delay bts origin %zu: n %llu p50 %s p99 %s max %s (fabric)\n", o,
+			    static_cast<unsigned long long>(hg.count()), fmt_ns(hg.quantile(0.5)).c_str(),
+			    fmt_ns(hg.quantile(0.99)).c_str(), fmt_ns(hg.max()).c_str());
+	}
 }
 
 

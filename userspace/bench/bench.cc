@@ -295,6 +295,7 @@ Result<std::string> bench_switch(const BenchOptions &o)
 			return c.error();
 		c->sfc.on = 1;
 		c->sfc.tbf_ns = o.sfc_tbf_ns;
+		c->sfc.cache = uint32_t(o.sfc_cache);
 		c->test.qdepth = 1;
 		QN_TRY(write_swcfg(switch_pin_dir(t, s1), *c));
 		int fd = bpf_obj_get((switch_pin_dir(t, s1) + "/qn_test_qdepth").c_str());
@@ -361,7 +362,8 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, ABBA order; RED/ECN at %s%s\n",
 		      frames[0].size(), o.senders, o.rounds, o.seconds, o.ecn_dequeue ? "dequeue" : "enqueue",
 		      o.sfc ? ("; SFC on, depth forced to 2 Q_Th, T_BF " + format_time(o.sfc_tbf_ns) +
-			       (o.sfc_tbf_ns ? "" : " (every packet cloned into a BTS)")).c_str() : "");
+			       (o.sfc_tbf_ns ? "" : " (every packet cloned into a BTS)") +
+				(o.sfc_cache ? ", pause cache lookup on" : ", pause cache off")).c_str() : "");
 	out << line;
 	out << bpf_stats_warning();
 	out << "variant                 ";

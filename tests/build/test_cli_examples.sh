@@ -59,6 +59,7 @@ good=(
 	"bench switch --baseline-obj CMakeLists.txt"
 	"bench switch --only quench"
 	"bench switch --sfc --sfc-tbf 0"
+	"bench switch --sfc --sfc-cache off"
 	"switch keys"
 	"bench transport --rounds 4 --seconds 1"
 )
@@ -68,6 +69,7 @@ bad=(
 	"switch stats --watch -1|--watch"
 	"gen abc --pattern bursty|--pattern"
 	"switch stats --format xml|--format"
+	"bench switch --sfc --sfc-cache every|--sfc-cache"
 	"gen abc --format xml|--format"
 	"run x.exp --format csv|--format"
 	"analyze trace t.csv --jain 2|--jain"

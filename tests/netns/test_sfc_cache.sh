@@ -17,9 +17,9 @@
 #     congested switch still sends BTS, and no origin-1 loop sample.
 # (3) SFC-P on the star (1 us links), the depth toward h1 forced to 1.1 MB (qdepth test knob)
 #     so every BTS asks (1.1 MB - Q_Tg) / R: with sfc_p=on the ToR sends h2 one PAUSE per BTS of
-#     the computed quanta (switchd's log), never refreshed: h2 receives exactly one PFC frame per
-#     PAUSE request and no BTS, and is paused at least one pause's length and at most one per
-#     PAUSE; with sfc_p=off, no PAUSE.
+#     the computed quanta (switchd's log), never refreshed: h2 receives at most one PFC frame per
+#     PAUSE request (the last may land after gen stopped counting) and no BTS, and is paused at
+#     least one pause's length and at most one per PAUSE it received; with sfc_p=off, no PAUSE.
 # (4) Fairness (paper App. B.3): four long flows under dcqcn+w/sfc:lossy into h1 on the
 #     long-10g star, starting 2 ms apart: mean Jain's index over 1 ms windows from the last
 #     start to the first completion >= 0.9, with BTS sent.
@@ -163,10 +163,13 @@ echo "SFC-P on: $sent PAUSE requests, switchd sent $lines ('quanta $quanta'), h2
 [ "$sent" -gt 0 ] || fail "SFC-P on: no PAUSE with every BTS asking $PAUSE_US us"
 [ "$lines" -eq "$sent" ] || fail "SFC-P on: $sent requests, switchd logged $lines PAUSE frames"
 [ "$quanta" = "$QUANTA," ] || fail "SFC-P on: quanta '$quanta', computed $QUANTA"
-[ "$pfcrx" -eq "$sent" ] || fail "SFC-P on: h2 received $pfcrx PFC frames for $sent PAUSE (refreshes or losses)"
+# No refresh: h2 never receives more PFC frames than there were requests (a refresh every half
+# pause would add frames during each 873 us pause). It may count fewer: the PAUSE for the
+# flow's last packets can reach h2 after the flow completed and gen stopped counting.
+[ "$pfcrx" -ge 1 ] && [ "$pfcrx" -le "$sent" ] || fail "SFC-P on: h2 received $pfcrx PFC frames for $sent PAUSE requests (refreshes?)"
 [ "$btsrx" -eq 0 ] || fail "SFC-P on: h2 received $btsrx BTS (SFC-P replaces them)"
-holds "$paused >= $QUANTA_NS and $paused <= $sent * $QUANTA_NS" ||
-	fail "SFC-P on: h2 paused $paused ns, not between one PAUSE ($QUANTA_NS ns) and $sent of them"
+holds "$paused >= $QUANTA_NS and $paused <= $pfcrx * $QUANTA_NS" ||
+	fail "SFC-P on: h2 paused $paused ns, not between one PAUSE ($QUANTA_NS ns) and the $pfcrx it received"
 sfcp_run off
 read -r sent2 pfcrx2 btsrx2 paused2 lines2 quanta2 <<<"$RUN"
 echo "SFC-P off: $sent2 PAUSE requests, $lines2 sent, h2 received $pfcrx2 PFC frames and $btsrx2 BTS"

@@ -119,4 +119,14 @@ struct {
 	__type(value, struct qn_sig_entry);
 } qn_sig_ring SEC(".maps");
 
+/* qn_sw_gauges: the switch's gauges (enum qn_sw_gauge), written by its control thread, read by
+ * `quench switch stats` and experiments. No program reads it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, QN_GAUGE_MAX);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} qn_sw_gauges SEC(".maps");
+
 #endif /* QN_MAPS_H */

@@ -312,6 +312,30 @@ struct qn_swcfg {
 #define QN_SFC_DSCP_IGNORE 0x01     /* PB-FS's PBT bit (QN_TOS_PBT >> 2) never splits a key */
 #define QN_SFC_EST_SLOTS 1024      /* incast estimator: slots by destination (sfc.h) */
 
+/* qn_sfc_cache_word_live - 1 when cache word `w` holds an entry whose end lies ahead of now_u
+ * (now / 1024 ns) by at most max_units (further ahead is stale: sfc.h qn_sfc_max_units). Shared by
+ * the stage (sfc.h) and the occupancy scan of the control thread (userspace/control/gauges.cc). */
+static inline int qn_sfc_cache_word_live(__u64 w, __u64 now_u, __u64 max_units)
+{
+	__u64 rem = ((w & ((1ull << QN_SFC_END_BITS) - 1)) - now_u) & ((1ull << QN_SFC_END_BITS) - 1);
+
+	return rem && rem <= max_units;
+}
+
+/* qn_sw_gauges: ARRAY of __u64 by enum qn_sw_gauge, one per switch (pinned), written by the
+ * switch's control thread (switchd) from scans of the switch's tables: levels, not event counts.
+ * QN_SW_GAUGES(X): X(name, doc). A `_peak` gauge is the highest level since it was last zeroed
+ * (an experiment zeroes it when an attempt starts). Append only. */
+#define QN_SW_GAUGES(X) \
+	X(sfc_cache_live, "pause-cache entries with time left at the last scan (every 1 ms wall)") \
+	X(sfc_cache_peak, "the most pause-cache entries seen live at one scan since the peak was zeroed")
+enum qn_sw_gauge {
+#define QN_X_ENUM(name, doc) QN_GAUGE_##name,
+	QN_SW_GAUGES(QN_X_ENUM)
+#undef QN_X_ENUM
+	QN_GAUGE_MAX
+};
+
 /* qn_dqmarks: LRU hash shared by every switch and host steering program of a topology (pinned
  * at /sys/fs/bpf/quench/<topology>/qn_dqmarks). A switch's dequeue hook, which cannot write the
  * packet, records a CE decision under the packet's identity; the next hop that can write it (a

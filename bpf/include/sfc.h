@@ -107,6 +107,7 @@ static __always_inline __u32 qn_sfc_pause_us(__u64 bytes, __u64 rate_bps)
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, QN_SFC_CACHE_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* the control thread scans it for occupancy (gauges.cc) */
 	__type(key, __u32);
 	__type(value, __u64);
 } qn_sfc_cache SEC(".maps");
@@ -143,7 +144,7 @@ static __always_inline __u64 qn_sfc_rem_units(__u64 w, __u64 now_u)
 {
 	__u64 rem = ((w & QN_SFC_END_MASK) - now_u) & QN_SFC_END_MASK;
 
-	return rem <= qn_sfc_max_units() ? rem : 0;
+	return qn_sfc_cache_word_live(w, now_u, qn_sfc_max_units()) ? rem : 0;
 }
 
 /*

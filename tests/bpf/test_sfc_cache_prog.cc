@@ -16,7 +16,11 @@
 #include <optional>
 #include <thread>
 
+#include "control/gauges.h"
 #include "control/pfc.h"
+#include "control/rawsock.h"
+
+#include <sys/mman.h>
 
 using namespace qn_test;
 
@@ -430,4 +434,42 @@ TEST_CASE("qn_sfc_estimator__signals_at_the_predicted_byte_count", "[bpf][sfc][e
 	const uint32_t seq = fx.next_seq();
 	REQUIRE(fx.ingress(build_frame(d), kSwitchPort).retval == TC_ACT_REDIRECT_);
 	CHECK(fx.next_seq() == seq);
+}
+
+// The occupancy gauge (userspace/control/gauges.cc): the control thread's scan of the cache
+// counts the entries with time left, by the stage's own liveness rule; expired, empty and stale
+// words are not counted.
+TEST_CASE("qn_sfc_cache__occupancy_scan_counts_live_entries", "[bpf][sfc][cache][gauge]")
+{
+	if (!have_root())
+		return;
+	CacheFixture fx;
+	const qn::TableScan *scan = nullptr;
+	for (const auto &t : qn::table_scans())
+		if (std::string(t.map) == "qn_sfc_cache")
+			scan = &t;
+	REQUIRE(scan);
+	auto d = qn::Dilation::make(1);
+	REQUIRE(d);
+	const int fd = bpf_map__fd(fx.skel->maps.qn_sfc_cache);
+	const size_t len = QN_SFC_CACHE_SLOTS * sizeof(uint64_t);
+	void *m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+	REQUIRE(m != MAP_FAILED);
+	const auto *w = static_cast<const uint64_t *>(m);
+	auto live = [&] { return scan->count(w, QN_SFC_CACHE_SLOTS, qn::mono_ns(), *d); };
+	CHECK(live() == 0);
+	REQUIRE(fx.transit(bts_frame(kRecv, 60'000, true)) == TC_ACT_REDIRECT_); // 60 ms
+	REQUIRE(fx.transit(bts_frame(kDst, 1'000, true)) == TC_ACT_REDIRECT_);   // 1 ms
+	REQUIRE(fx.stats(1).sfc_cache_insert == 2);
+	CHECK(live() == 2);
+	std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	CHECK(live() == 1); // kDst's entry expired
+	// A word whose end lies further ahead than any pause can reach is stale, not live.
+	const Slot s = slot_of(kDst, kDataTos);
+	const uint64_t now_u = qn::mono_ns() >> QN_SFC_END_SHIFT;
+	const uint64_t stale = (s.tag << QN_SFC_END_BITS) | ((now_u + (1ull << 30)) & kEndMask);
+	REQUIRE(bpf_map_update_elem(fd, &s.idx, &stale, BPF_ANY) == 0);
+	CHECK(live() == 1);
+	CHECK_FALSE(fx.data(kDst).has_value()); // the stage agrees: no time left
+	munmap(m, len);
 }

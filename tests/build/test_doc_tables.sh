@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/switch.md lists every switch setting and every port counter: the key table
 # (`quench switch keys`) and QN_PORT_COUNTERS (bpf/include/qn_abi.h) are the source; a key or a
-# counter missing from the docs fails here.
+# counter missing from the docs fails here; so do the switch gauges of QN_SW_GAUGES.
 set -u
 QUENCH=$1
 DOC=docs/switch.md
@@ -16,5 +16,10 @@ counters=$(sed -n '/^#define QN_PORT_COUNTERS/,/^$/p' bpf/include/qn_abi.h | sed
 for c in $counters; do
 	grep -q "^| \`$c\`\|^| \`[a-z_]*\`, \`$c\`\|^| \`[a-z_]*\`, \`[a-z_]*\`, \`$c\`" "$DOC" || { echo "FAIL: counter '$c' is not in $DOC's counters table"; rc=1; }
 done
-[ $rc -eq 0 ] && echo "ok: $(echo "$keys" | wc -w) settings and $(echo "$counters" | wc -w) counters documented"
+gauges=$(sed -n '/^#define QN_SW_GAUGES/,/^$/p' bpf/include/qn_abi.h | sed -n 's/.*X(\([a-z_]*\),.*/\1/p')
+[ -n "$gauges" ] || { echo "FAIL: no gauge found in QN_SW_GAUGES"; exit 1; }
+for g in $gauges; do
+	grep -q "^| \`$g\`" "$DOC" || { echo "FAIL: gauge '$g' is not in $DOC's gauges table"; rc=1; }
+done
+[ $rc -eq 0 ] && echo "ok: $(echo "$keys" | wc -w) settings, $(echo "$counters" | wc -w) counters and $(echo "$gauges" | wc -w) gauges documented"
 exit $rc

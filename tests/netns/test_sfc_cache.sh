@@ -44,8 +44,11 @@ why() {
 	done | tr '\n' ' '
 }
 # lost SWITCH: drops other than not_ipv4 (the cables' IPv6 and ARP chatter, which a switch
-# that routes IPv4 only drops by design)
-lost() { echo $(($(ctr "$1" drops) - $(ctr "$1" '"drops.not_ipv4"'))); }
+# that routes IPv4 only drops by design), from one reading (two readings race with the chatter)
+lost() {
+	"$QUENCH" switch stats "$TOPO_NAME/$1" --format json |
+		jq '[.switches[].ports[].counters | .drops - .["drops.not_ipv4"]] | add'
+}
 median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
 # p50 ORIGIN: the median BTS loop of that origin in $TXT, us ("" when none)
 p50() { sed -n "s/^loop delay bts origin $1: n [0-9]* p50 \([0-9.]*\) us.*/\1/p" <<<"$TXT"; }
@@ -65,8 +68,9 @@ WANT_NS=$(jq -n "4 * 5000 + 2 * (2086 + 114) * 8e9 / $FABRIC_BPS")
 TOL_NS=$(jq -n "2086 * 8e9 / $HOST_BPS + 1000")
 
 # incast [gen options]: one staggered incast until VALID (three attempts). Sets OUT, TXT and
-# RUN ("PEAK HITS_C QUEUE_BTS DROPS"): the peak queue toward h1, cache hits at the senders' ToRs
-# and BTS from leaf1's queue during the run.
+# RUN ("PEAK HITS_C QUEUE_BTS DROPS OCC"): the peak queue toward h1, cache hits at the senders' ToRs,
+# BTS from leaf1's queue during the run, and the most cache entries live at one scan of a switch's
+# cache (the sfc_cache_peak gauge, zeroed by gen when the run starts).
 incast() {
 	local attempt c0 q0 d0 sw
 	for attempt in 1 2 3; do
@@ -78,7 +82,7 @@ incast() {
 		TXT=$(cat "$WORK/gen.txt")
 		local d1=0
 		for sw in $SWITCHES; do d1=$((d1 + $(lost "$sw"))); done
-		RUN="$(jq ".queues[] | select(.port == \"$CPORT\") | .max" <<<"$OUT") $(($(ctr leaf2 sfc_bts_cache) + $(ctr leaf3 sfc_bts_cache) - c0)) $(($(ctr leaf1 sfc_bts_queue) - q0)) $((d1 - d0))"
+		RUN="$(jq ".queues[] | select(.port == \"$CPORT\") | .max" <<<"$OUT") $(($(ctr leaf2 sfc_bts_cache) + $(ctr leaf3 sfc_bts_cache) - c0)) $(($(ctr leaf1 sfc_bts_queue) - q0)) $((d1 - d0)) $(jq '.counters["switch.sfc_cache_peak"]' <<<"$OUT")"
 		jq -e '.valid and .flows_done == .flows and .content_errors == 0' <<<"$OUT" >/dev/null && return 0
 		echo "  attempt $attempt INVALID: $(jq -c .reasons <<<"$OUT")"
 	done
@@ -86,19 +90,26 @@ incast() {
 	skip "inconclusive: no VALID incast in three attempts; $STALLS"
 }
 
-peaks_on=() diffs=()
+peaks_on=() diffs=() occ_max=0
 for rep in 1 2 3; do
 	incast
-	read -r peak hits qbts drops <<<"$RUN"
+	read -r peak hits qbts drops occ <<<"$RUN"
+	# One destination at one DSCP: one key. More live entries would mean the key split.
+	[ "$occ" -le 1 ] || fail "cache on: $occ pause-cache entries live at once for one (destination, DSCP)"
+	[ "$occ" -le "$occ_max" ] || occ_max=$occ
 	[ "$drops" -eq 0 ] || fail "cache on: $drops drops (the 12 MB buffer holds the incast): $(why)"
 	[ "$qbts" -gt 0 ] || fail "cache on: no BTS from leaf1's queue (peak $peak B)"
 	[ "$hits" -gt 0 ] || fail "cache on: no cache hit at the senders' ToRs ($qbts BTS from leaf1)"
 	a=$(p50 0) b=$(p50 1)
 	[ -n "$a" ] && [ -n "$b" ] || fail "cache on: no loop sample of origin 0 or 1: $(grep '^loop delay' <<<"$TXT" | tr '\n' ';')"
 	d=$(jq -n "($a - $b) * 1000 | round")
-	echo "cache on, run $rep: peak $peak B, $hits cache hits, $qbts BTS from leaf1; BTS loop p50 origin 0 $a us (n $(nsamples 0)), origin 1 $b us (n $(nsamples 1)): difference $d ns"
+	echo "cache on, run $rep: peak $peak B, $hits cache hits (at most $occ entry live), $qbts BTS from leaf1; BTS loop p50 origin 0 $a us (n $(nsamples 0)), origin 1 $b us (n $(nsamples 1)): difference $d ns"
 	peaks_on+=("$peak") diffs+=("$d")
 done
+# The scan runs every 1 ms wall; entries live for their pause (hundreds of µs of wall time at
+# D = 200, refreshed while hits keep coming), so three runs with hits and no live entry seen
+# means the gauge is broken.
+[ "$occ_max" -eq 1 ] || fail "cache on: the occupancy gauge saw no live entry in three runs with cache hits"
 DIFF=$(median3 "${diffs[@]}")
 holds "(($DIFF - $WANT_NS) | fabs) <= $TOL_NS" ||
 	fail "median(origin 0) - median(origin 1) = $DIFF ns (median of three runs), expected 2 (T_A - T_ToR) = $WANT_NS ns within $TOL_NS ns"
@@ -107,7 +118,8 @@ for sw in $SWITCHES; do "$QUENCH" switch set "$TOPO_NAME/$sw" sfc_cache=off >/de
 peaks_off=()
 for rep in 1 2 3; do
 	incast --keep-switch-stages
-	read -r peak hits qbts drops <<<"$RUN"
+	read -r peak hits qbts drops occ <<<"$RUN"
+	[ "$occ" -eq 0 ] || fail "cache off: $occ pause-cache entries live"
 	[ "$drops" -eq 0 ] || fail "cache off: $drops drops: $(why)"
 	[ "$hits" -eq 0 ] || fail "cache off: $hits cache hits"
 	[ "$qbts" -gt 0 ] || fail "cache off: no BTS from leaf1's queue: the control shows nothing"

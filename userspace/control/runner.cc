@@ -118,6 +118,11 @@ Counters switch_counter_delta(const std::vector<SwitchCounters> &before, const s
 				c["switch." + a[k].first] += a[k].second >= b0 ? a[k].second - b0 : 0;
 			}
 		}
+	// Peak gauges: the highest over switches (each was zeroed when the attempt started).
+	for (const SwitchCounters &s : after)
+		for (const auto &[k, v] : s.gauges)
+			if (k.size() > 5 && k.compare(k.size() - 5, 5, "_peak") == 0)
+				c["switch." + k] = std::max(c["switch." + k], v);
 	return c;
 }
 
@@ -510,6 +515,10 @@ Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, siz
 	auto before = read_all_counters(c.name);
 	if (!before)
 		return before.error();
+	if (auto t = load_running(c.name); !t)
+		return t.error();
+	else
+		QN_TRY(zero_switch_peak_gauges(*t));
 	RunOptions ro;
 	ro.qp.mode = c.x.mode == "sr" ? Reliability::SelectiveRepeat : Reliability::GoBackN;
 	ro.qp.cc.scheme = scheme;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "control/bringup.h"
+#include "control/gauges.h"
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
 
@@ -65,6 +67,7 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 			return cfg.error();
 		c.cfg = *cfg;
 	}
+	c.gauges = read_gauges(dir);
 	int ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0)
 		return sys_error(ncpu, "count possible CPUs");
@@ -126,6 +129,10 @@ std::string counters_json(const std::vector<SwitchCounters> &cs)
 		j["switch"] = c.sw;
 		j["buffer_used"] = c.buffer_used;
 		j["settings"] = describe_swcfg(c.cfg);
+		nlohmann::ordered_json gj = nlohmann::ordered_json::object();
+		for (const auto &[k, v] : c.gauges)
+			gj[k] = v;
+		j["gauges"] = std::move(gj);
 		j["ports"] = nlohmann::ordered_json::array();
 		for (const PortCounters &p : c.ports) {
 			nlohmann::ordered_json pj;
@@ -183,6 +190,14 @@ std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev,
 		o << "\n";
 	}
 	o << "  buffer in use " << c.buffer_used << " B; " << describe_swcfg(c.cfg) << "\n";
+	{
+		std::string g;
+		for (const auto &[k, v] : c.gauges)
+			if (v)
+				g += " " + k + "=" + std::to_string(v);
+		if (!g.empty())
+			o << "  gauges:" << g << "\n";
+	}
 	// Per port, exact: the drop reasons that occurred and the non-zero counters without a column.
 	for (const auto &p : c.ports) {
 		std::string more;
@@ -204,6 +219,33 @@ std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev,
 	if (!orphan.empty())
 		o << "  frames from unknown ports:" << orphan << "\n";
 	return o.str();
+}
+
+std::vector<std::pair<std::string, uint64_t>> switch_peak_gauges(const Topology &t)
+{
+	std::vector<std::pair<std::string, uint64_t>> out;
+	for (const Node &n : t.nodes) {
+		if (n.kind != NodeKind::Switch)
+			continue;
+		for (const auto &[k, v] : read_gauges(switch_pin_dir(t, n.id))) {
+			if (k.size() <= 5 || k.compare(k.size() - 5, 5, "_peak") != 0)
+				continue;
+			auto it = std::find_if(out.begin(), out.end(), [&](const auto &p) { return p.first == k; });
+			if (it == out.end())
+				out.emplace_back(k, v);
+			else
+				it->second = std::max(it->second, v);
+		}
+	}
+	return out;
+}
+
+Status zero_switch_peak_gauges(const Topology &t)
+{
+	for (const Node &n : t.nodes)
+		if (n.kind == NodeKind::Switch)
+			QN_TRY(zero_peak_gauges(switch_pin_dir(t, n.id)));
+	return ok_status();
 }
 
 Result<std::vector<std::pair<Topology, int>>> resolve_switches(const std::string &spec)

@@ -25,6 +25,7 @@ struct SwitchCounters {
 	std::vector<PortCounters> ports;  // in port order
 	uint64_t orphan_drops[QN_DROP_MAX] = {};
 	int64_t buffer_used = 0;
+	std::vector<std::pair<std::string, uint64_t>> gauges; // QN_SW_GAUGES by name (gauges.h)
 	qn_swcfg cfg{};
 };
 
@@ -41,6 +42,12 @@ NamedCounters counters_by_name(const PortCounters &p);
 // {"switches": [{"topology", "switch", "buffer_used", "settings", "ports": [{"port", "ifname",
 // "role", "counters": {name: value}}]}]}. Integers are exact.
 std::string counters_json(const std::vector<SwitchCounters> &cs);
+
+// Zero the `_peak` gauges of every switch of running topology t (an experiment's start).
+Status zero_switch_peak_gauges(const Topology &t);
+
+// The `_peak` gauges of running topology t by name, the highest over its switches.
+std::vector<std::pair<std::string, uint64_t>> switch_peak_gauges(const Topology &t);
 
 // Format as the table `quench switch stats` prints. With `prev` and `dt_s` > 0, adds rates.
 std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev = nullptr, double dt_s = 0);

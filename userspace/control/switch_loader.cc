@@ -290,7 +290,7 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 	for (bpf_map *m : {skel->maps.qn_swcfg, skel->maps.qn_qstate, skel->maps.qn_buffer, skel->maps.qn_test_qdepth,
 			   skel->maps.qn_dev_port, skel->maps.qn_pfc_acct, skel->maps.qn_pfc_events, skel->maps.qn_qsamples,
 			   skel->maps.qn_recirc, skel->maps.qn_fid, skel->maps.qn_fid_events, skel->maps.qn_sig_ring,
-			   skel->maps.qn_sfc_cache, skel->maps.qn_sfc_est})
+			   skel->maps.qn_sfc_cache, skel->maps.qn_sfc_est, skel->maps.qn_sw_gauges})
 		QN_TRY(pin_map(m, dir));
 	// Run-time configuration: defaults, then the topology's switch settings.
 	const Node &node = t.nodes[size_t(sw)];

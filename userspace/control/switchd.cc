@@ -26,6 +26,7 @@
 
 #include "common/abi.h"
 #include "control/bringup.h"
+#include "control/gauges.h"
 #include "control/pfc.h"
 #include "control/rawsock.h"
 #include "control/switch_loader.h"
@@ -72,6 +73,8 @@ struct SwitchCtl {
 	uint64_t frames = 0, refreshes = 0, once = 0;
 	int sweep_fd = -1; // qn_tc_sweep (bpf/include/acct.h)
 	uint64_t next_sweep_ns = 0, sweeps = 0, sweep_errors = 0;
+	SwitchGauges gauges; // occupancy scans of the switch's tables (gauges.h)
+	uint64_t next_gauge_ns = 0;
 	~SwitchCtl()
 	{
 		if (sweep_fd >= 0)
@@ -82,6 +85,9 @@ struct SwitchCtl {
 // The accounting sweep's period: a queue that drained while the dequeue hook missed its last
 // departures has its bytes released within this (acct.h).
 constexpr uint64_t kSweepPeriodNs = 2'000'000;
+// The gauge scans' period (qn_abi.h QN_SW_GAUGES): a table entry that lives shorter than this
+// may be missed by the peak. One scan of the 32K-word pause cache: docs/PERFORMANCE.md.
+constexpr uint64_t kGaugePeriodNs = 1'000'000;
 
 void sweep(SwitchCtl &s)
 {
@@ -143,6 +149,10 @@ void run_one(SwitchCtl *s, ring_buffer *rb)
 			sweep(*s);
 			s->next_sweep_ns = now + kSweepPeriodNs;
 		}
+		if (now >= s->next_gauge_ns) {
+			s->gauges.scan(now);
+			s->next_gauge_ns = now + kGaugePeriodNs;
+		}
 		for (uint32_t port = 0; port < s->ports.size() && port < QN_MAX_PORTS; port++) {
 			for (uint32_t prio = 0; prio < QN_NUM_PRIOS; prio++) {
 				Pause &p = s->paused[port][prio];
@@ -155,10 +165,12 @@ void run_one(SwitchCtl *s, ring_buffer *rb)
 			}
 		}
 	}
-	logf("%s: %llu PFC frames sent (%llu refreshes, %llu SFC-P); %llu accounting sweeps, %llu failed\n",
+	logf("%s: %llu PFC frames sent (%llu refreshes, %llu SFC-P); %llu accounting sweeps, %llu failed, %llu gauge scans (%.1f us each)\n",
 	     s->name.c_str(), static_cast<unsigned long long>(s->frames), static_cast<unsigned long long>(s->refreshes),
 	     static_cast<unsigned long long>(s->once),
-	     static_cast<unsigned long long>(s->sweeps), static_cast<unsigned long long>(s->sweep_errors));
+	     static_cast<unsigned long long>(s->sweeps), static_cast<unsigned long long>(s->sweep_errors),
+	     static_cast<unsigned long long>(s->gauges.scans()),
+	     s->gauges.scans() ? double(s->gauges.scan_ns()) / 1e3 / double(s->gauges.scans()) : 0.0);
 }
 
 bool alive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
@@ -241,6 +253,12 @@ Status run_switchd(const std::string &topology)
 			ring_buffer__free(rb);
 			return sys_error(e, "open " + sp);
 		}
+		auto g = SwitchGauges::open(switch_pin_dir(*t, n.id), *dil);
+		if (!g) {
+			ring_buffer__free(rb);
+			return g.error();
+		}
+		ctl->gauges = std::move(*g);
 		rbs.push_back(rb);
 		ctls.push_back(std::move(ctl));
 	}

@@ -18,6 +18,7 @@
 #include "control/experiment.h"
 #include "control/flows.h"
 #include "control/runner.h"
+#include "control/stats.h"
 #include "control/engine_desc.h"
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
@@ -299,6 +300,10 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	for (const auto &m : {qn::report_counters(rep), qn::host_counter_sum(hc)})
 		for (const auto &[k, v] : m)
 			counters[k] = v;
+	// The switches' peak gauges, the highest over switches (zeroed when the run started).
+	if (auto t = load_running(g.topo))
+		for (const auto &[k, v] : switch_peak_gauges(*t))
+			counters["switch." + k] = v;
 	j["counters"] = std::move(counters);
 	j["hosts"] = std::move(hosts);
 	j["queues"] = json::array();
@@ -436,6 +441,11 @@ int cmd_gen(int argc, char **argv, int first)
 	std::signal(SIGINT, [](int) { g_engine_stop = 1; });
 	std::signal(SIGTERM, [](int) { g_engine_stop = 1; });
 	ro.stop = [] { return g_engine_stop != 0; };
+	// Peak gauges (gauges.h) cover this run: zeroed now, read after it.
+	if (auto t = load_running(g.topo); !t)
+		return die("gen: " + t.error().to_string());
+	else if (auto st = zero_switch_peak_gauges(*t); !st.ok())
+		return die("gen: " + st.error().to_string());
 	auto rep = run_flows(e, flows, ro);
 	if (!rep)
 		return die("gen: " + rep.error().to_string());

@@ -143,6 +143,26 @@ TEST_CASE("experiment__parses_the_shipped_default", "[experiment]")
 	CHECK(x->topology.find("star.topo") != std::string::npos);
 }
 
+TEST_CASE("experiment__every_shipped_experiment_parses", "[experiment]")
+{
+	// the catalog `quench run` uses: every scheme of the grammar (cmd_run.cc)
+	const SchemeCatalog cat(cc::schemes(), [](const std::string &n) -> std::string {
+		auto s = cc::scheme(n);
+		return s ? "" : s.error().to_string();
+	});
+	for (const char *f : {"incast-bg.exp", "dcqcn-c1-40g.exp", "sfc-hadoop-incast.exp", "sfc-hadoop80.exp"}) {
+		INFO(f);
+		auto x = load_experiment(data_dir() + "/experiments/" + f, cat);
+		INFO((x.ok() ? std::string() : x.error().to_string()));
+		REQUIRE(x.ok());
+		CHECK_FALSE(x->schemes.empty());
+		CHECK_FALSE(x->workloads.empty());
+	}
+	auto x = load_experiment(data_dir() + "/experiments/sfc-hadoop-incast.exp", cat);
+	REQUIRE(x.ok());
+	CHECK(x->schemes == std::vector<std::string>{"dcqcn+w:lossy", "dcqcn+w/sfc:lossy"});
+}
+
 TEST_CASE("experiment__schemes_and_cc_lines_checked_by_the_registry", "[experiment]")
 {
 	// The catalog quench run uses: the scheme grammar and each base's parameter table.

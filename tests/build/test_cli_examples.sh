@@ -60,6 +60,7 @@ good=(
 	"bench switch --only quench"
 	"bench switch --sfc --sfc-tbf 0"
 	"bench switch --sfc --sfc-cache off"
+	"bench switch --sfc --sfc-est"
 	"switch keys"
 	"bench transport --rounds 4 --seconds 1"
 )

@@ -296,6 +296,9 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		c->sfc.on = 1;
 		c->sfc.tbf_ns = o.sfc_tbf_ns;
 		c->sfc.cache = uint32_t(o.sfc_cache);
+		c->sfc.est = o.sfc_est ? 1 : 0;
+		c->sfc.est_tau_ns = 10'000;
+		c->sfc.est_rate_bps = 0;
 		c->test.qdepth = 1;
 		QN_TRY(write_swcfg(switch_pin_dir(t, s1), *c));
 		int fd = bpf_obj_get((switch_pin_dir(t, s1) + "/qn_test_qdepth").c_str());
@@ -356,14 +359,15 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 	};
 	std::ostringstream out;
-	char line[256];
+	char line[512];
 	std::snprintf(line, sizeof(line),
 		      "quench bench switch: %zu B frames, %d AF_PACKET sender(s) h1 -> s1 -> h2 (star, HTB at "
 		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, ABBA order; RED/ECN at %s%s\n",
 		      frames[0].size(), o.senders, o.rounds, o.seconds, o.ecn_dequeue ? "dequeue" : "enqueue",
 		      o.sfc ? ("; SFC on, depth forced to 2 Q_Th, T_BF " + format_time(o.sfc_tbf_ns) +
 			       (o.sfc_tbf_ns ? "" : " (every packet cloned into a BTS)") +
-				(o.sfc_cache ? ", pause cache lookup on" : ", pause cache off")).c_str() : "");
+				(o.sfc_cache ? ", pause cache lookup on" : ", pause cache off") +
+				(o.sfc_est ? ", incast estimator on" : "")).c_str() : "");
 	out << line;
 	out << bpf_stats_warning();
 	out << "variant                 ";

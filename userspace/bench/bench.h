@@ -22,6 +22,8 @@ struct BenchOptions {
 	uint64_t sfc_tbf_ns = 1'000'000'000; // with sfc: T_BF (1 s: the filter passes one packet per
 				  // flow and second; 0: no suppression, every packet cloned)
 	int sfc_cache = 1;        // with sfc: enum qn_sfc_cache_mode (tor: a cache lookup per packet)
+	bool sfc_est = false;     // with sfc: the incast estimator (a spin-locked slot update per packet
+				  // from a host; tau 10 us, R_dst the port's rate)
 	std::string baseline_obj; // an older qn_switch.bpf.o whose ingress TEST_RUN cost is compared
 	std::string only;         // "quench" or "bare": run that variant alone (to profile it); "" both
 };

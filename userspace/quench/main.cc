@@ -68,7 +68,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     network to hold the emulator against (no root)
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   schemes                                           the congestion-control schemes that exist
-  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue] [--sfc [--sfc-tbf T] [--sfc-cache off|tor|all]]
+  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue] [--sfc [--sfc-tbf T] [--sfc-cache off|tor|all] [--sfc-est]]
                [--baseline-obj OLD_qn_switch.bpf.o] [--only quench|bare]
                                                     quench's switch vs a bare redirect, side by side
   bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
@@ -109,6 +109,7 @@ struct Args {
 	bool sfc = false;             // bench switch --sfc
 	uint64_t sfc_tbf_ns = 1'000'000'000; // bench switch --sfc-tbf
 	std::string sfc_cache = "tor";        // bench switch --sfc-cache
+	bool sfc_est = false;                 // bench switch --sfc-est
 };
 
 // The topology, switch and bench commands on CLI11: every option where the command takes it,
@@ -186,6 +187,7 @@ int parse_args(int argc, char **argv, Args &a)
 	qn::cli::time(*bsw, "--sfc-tbf", a.sfc_tbf_ns, "with --sfc: the Bloom epoch T_BF (default 1s; 0: every packet cloned)");
 	bsw->add_option("--sfc-cache", a.sfc_cache, "with --sfc: the pause cache (off, tor: a lookup per packet from a host, all)")
 		->check(CLI::IsMember({"off", "tor", "all"}));
+	bsw->add_flag("--sfc-est", a.sfc_est, "with --sfc: the incast estimator on (a spin-locked slot update per packet from a host)");
 	bsw->add_option("--baseline-obj", a.baseline_obj,
 			"an older qn_switch.bpf.o: its ingress TEST_RUN cost, interleaved with this build's")
 		->check(CLI::ExistingFile);
@@ -419,6 +421,7 @@ int cmd_bench(const Args &a)
 	o.sfc = a.sfc;
 	o.sfc_tbf_ns = a.sfc_tbf_ns;
 	o.sfc_cache = a.sfc_cache == "off" ? 0 : a.sfc_cache == "tor" ? 1 : 2;
+	o.sfc_est = a.sfc_est;
 	o.baseline_obj = a.baseline_obj;
 	o.only = a.only;
 	auto r = qn::bench_switch(o);

@@ -53,6 +53,11 @@ const std::vector<TableScan> &table_scans()
 	return v;
 }
 
+bool is_peak_gauge(const std::string &name)
+{
+	return name.size() > 5 && name.compare(name.size() - 5, 5, "_peak") == 0;
+}
+
 const char *gauge_name(unsigned g) { return g < QN_GAUGE_MAX ? kNames[g] : "?"; }
 const char *gauge_doc(unsigned g) { return g < QN_GAUGE_MAX ? kDocs[g] : ""; }
 

@@ -64,6 +64,8 @@ private:
 // A switch's gauges by name from its pin directory (all zero when the map is not there: a switch
 // loaded by an older quench).
 std::vector<std::pair<std::string, uint64_t>> read_gauges(const std::string &pin_dir);
+// A gauge that holds a peak since it was last zeroed (its name ends in `_peak`).
+bool is_peak_gauge(const std::string &name);
 // Zero every `_peak` gauge of the switch (an experiment attempt's start).
 Status zero_peak_gauges(const std::string &pin_dir);
 

@@ -13,6 +13,7 @@
 #include "control/bringup.h"
 #include "control/engine_desc.h"
 #include "control/flows.h"
+#include "control/gauges.h"
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
 #include "transport/cc/cc.h"
@@ -121,7 +122,7 @@ Counters switch_counter_delta(const std::vector<SwitchCounters> &before, const s
 	// Peak gauges: the highest over switches (each was zeroed when the attempt started).
 	for (const SwitchCounters &s : after)
 		for (const auto &[k, v] : s.gauges)
-			if (k.size() > 5 && k.compare(k.size() - 5, 5, "_peak") == 0)
+			if (is_peak_gauge(k))
 				c["switch." + k] = std::max(c["switch." + k], v);
 	return c;
 }

@@ -228,7 +228,7 @@ std::vector<std::pair<std::string, uint64_t>> switch_peak_gauges(const Topology 
 		if (n.kind != NodeKind::Switch)
 			continue;
 		for (const auto &[k, v] : read_gauges(switch_pin_dir(t, n.id))) {
-			if (k.size() <= 5 || k.compare(k.size() - 5, 5, "_peak") != 0)
+			if (!is_peak_gauge(k))
 				continue;
 			auto it = std::find_if(out.begin(), out.end(), [&](const auto &p) { return p.first == k; });
 			if (it == out.end())

@@ -7,8 +7,8 @@
 # /sfc).
 #
 # (1) Incast slope: N in {4, 8, 16, 24} senders of 64 KB each, all starting together, into h1;
-#     dcqcn+w/sfc:lossy and dcqcn+w:lossy; the median peak queue (sampled every 5 us) of three
-#     VALID runs per point; least-squares slope of peak against N. SFC's senders stop T_F after
+#     dcqcn+w/sfc:lossy and dcqcn+w:lossy; the median peak queue (sampled every 5 us) of three (five when
+#     the three differ by more than 3%) VALID runs per point; least-squares slope of peak against N. SFC's senders stop T_F after
 #     the queue crosses Q_Th, each after sending R * T_F more (spec App. C: B_incast = N R T_F),
 #     with T_F = 2 host-link delays + one data frame + one BTS serialized = 21.76 us here, so
 #     the slope must be within +-30% of R * T_F = 27.2 KB per sender. Without SFC, DCQCN+W's
@@ -70,7 +70,10 @@ slope() {
 		($xy | map(.[0]) | add / length) as $mx | ($xy | map(.[1]) | add / length) as $my |
 		([$xy[] | (.[0] - $mx) * (.[1] - $my)] | add) / ([$xy[] | (.[0] - $mx) * (.[0] - $mx)] | add)'
 }
-median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+# median X...: the middle value (the lower middle of an even count)
+median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
+# spread X...: (max - min) / min, in percent
+spread() { printf '%s\n' "$@" | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print int((hi - lo) * 100 / lo) }'; }
 
 # model SCHEME N: the reference model's peak queue for the same incast and switch
 model_peak() {
@@ -83,7 +86,11 @@ for scheme in dcqcn+w/sfc:lossy dcqcn+w:lossy; do
 	pts="" mpts=""
 	for n in $SIZES; do
 		peaks=()
-		for rep in 1 2 3; do
+		for rep in 1 2 3 4 5; do
+			# Two more runs only when the first three disagree by more than 3%: a peak ~5-10% high
+			# with no fidelity flag turns up in about 1 run in 10 (docs/testing.md "netns_sfc"), and
+			# the median of five needs three of them.
+			[ "$rep" -le 3 ] || [ "$(spread "${peaks[@]}")" -gt 3 ] || break
 			if ! emulate "$scheme" "$n"; then
 				machine_stalls "$OUT" || fail "no VALID run of $scheme N=$n in three attempts on a quiet machine ($STALLS)"
 				skip "inconclusive: no VALID run of $scheme N=$n in three attempts; $STALLS"
@@ -98,7 +105,7 @@ for scheme in dcqcn+w/sfc:lossy dcqcn+w:lossy; do
 			peaks+=("$peak")
 			[ "$n" -ne 24 ] || [ "$rep" -ne 1 ] || LOOPS[$scheme]=$(grep -E '^loop delay (bts|cnp)' <<<"$TXT" | tr '\n' ';')
 		done
-		EMU[$scheme,$n]=$(median3 "${peaks[@]}")
+		EMU[$scheme,$n]=$(median "${peaks[@]}")
 		MOD[$scheme,$n]=$(model_peak "$scheme" "$n")
 		echo "$scheme N=$n: peaks ${peaks[*]} B, median ${EMU[$scheme,$n]} B; model ${MOD[$scheme,$n]} B; BTS (last run) $bts"
 		pts="$pts $n ${EMU[$scheme,$n]}" mpts="$mpts $n ${MOD[$scheme,$n]}"

@@ -205,6 +205,8 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 				  std::to_string(kChunkBytes - QN_ETH_HLEN) + ")");
 	const size_t payload = payload_mtu(pi.mtu);
 	const auto [def_low, def_high] = default_rto_ns(o.cc.scheme);
+	const auto desc = cc::scheme(o.cc.scheme);
+	const bool ack_on_ce = desc && desc->ack_on_ce;
 	const uint64_t rto_low = o.rto_low_ns ? o.rto_low_ns : def_low;
 	const uint64_t rto_high = o.rto_high_ns ? o.rto_high_ns : def_high;
 	auto make = [&](size_t host, uint32_t qpn, uint32_t peer_qpn, const Endpoint &dst) -> Result<QpHandle> {
@@ -214,6 +216,7 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		c.payload_mtu = uint32_t(payload);
 		c.mode = o.mode;
 		c.ack_every = o.ack_every;
+		c.ack_on_ce = ack_on_ce;
 		c.rto_low_ns = rto_low;
 		c.rto_high_ns = rto_high;
 		c.window_bytes = o.window_bytes;
@@ -385,8 +388,11 @@ void Engine::fire_timers(uint64_t now)
 		return;
 	uint64_t next = UINT64_MAX;
 	for (auto &q : qps_) {
-		if (q->snd.on_timer(now))
+		if (q->snd.on_timer(now)) {
+			q->ctl->on_timeout(now);
+			apply_cc(*q, now);
 			schedule(*q, now);
+		}
 		if (q->ctl->next_timer() <= now) {
 			q->ctl->on_timer(now);
 			apply_cc(*q, now);

@@ -93,7 +93,7 @@ void Engine::on_ack(Qp &q, const Packet &p, uint64_t now)
 	AckEvent ev = q.snd.on_ack(p, now);
 	if (!ev.stale) {
 		q.acked_bytes += ev.acked_bytes;
-		q.ctl->on_ack(cc::AckSample{now, ev.acked_bytes, ev.ce_pkts, ev.ece, ev.rtt_ns, ev.nak});
+		q.ctl->on_ack(cc::AckSample{now, ev.acked_bytes, ev.ce_pkts, ev.ece, ev.rtt_ns, ev.nak, ev.acked_pkts});
 		apply_cc(q, now);
 	}
 	rearm_timers(q);

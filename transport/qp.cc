@@ -228,6 +228,7 @@ void QpSender::advance_una(uint64_t cum, uint64_t now_ns, AckEvent &ev)
 		const Seg &s = segs_.front();
 		inflight_bytes_ -= s.len;
 		ev.acked_bytes += s.len;
+		ev.acked_pkts++;
 		segs_.pop_front();
 		una_++;
 	}
@@ -423,7 +424,7 @@ std::optional<AckOut> QpReceiver::on_data(const Packet &p, uint64_t now_ns)
 		return std::nullopt;
 	nak_sent_ = false;
 	since_ack_++;
-	bool want = p.ack_req;
+	bool want = p.ack_req || (ce && cfg_.ack_on_ce);
 	// SR: drain what was held behind the hole.
 	while (!ooo_.empty() && ooo_.begin()->first == expected_) {
 		Held h = std::move(ooo_.begin()->second);

@@ -29,6 +29,7 @@ struct QpConfig {
 	uint32_t payload_mtu = tp::payload_mtu(QN_DEFAULT_MTU); // payload bytes per packet
 	Reliability mode = Reliability::GoBackN;
 	uint32_t ack_every = 1;           // receiver ACKs every N in-order packets (1 = per packet)
+	bool ack_on_ce = false;           // ... and at once on a CE-marked one (Scheme::ack_on_ce)
 	uint64_t rto_low_ns = 100'000;    // RTO with <= rto_low_pkts in flight (IRN RTO_low)
 	uint64_t rto_high_ns = 320'000;   // RTO otherwise (IRN RTO_high)
 	uint32_t rto_low_pkts = 3;        // IRN's N
@@ -77,6 +78,7 @@ struct Completion {
 // What an ACK/NAK told the sender (the congestion controller's ACK event).
 struct AckEvent {
 	uint64_t acked_bytes = 0;         // newly acknowledged cumulatively
+	uint32_t acked_pkts = 0;          // ... in packets
 	uint16_t ce_pkts = 0;             // ECN echo
 	bool ece = false;
 	bool nak = false;

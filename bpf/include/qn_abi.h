@@ -107,7 +107,8 @@ enum qn_port_role {
 	X(PFC_FRAME, pfc_frame, "PFC from a switch: consumed (switch-to-switch PFC is issue 24)") \
 	X(REDIRECT, redirect, "bpf_redirect refused the egress ifindex") \
 	X(BUFFER, buffer, "shared-buffer admission (dynamic threshold) refused it") \
-	X(INJECTED, injected, "random loss injected by the loss test knob")
+	X(INJECTED, injected, "random loss injected by the loss test knob") \
+	X(LDCP_NOT_ECT, ldcp_not_ect, "LDCP: a Not-ECT (fast-start) data packet found its egress queue at or above K")
 
 enum qn_drop_reason {
 #define QN_X_ENUM(id, name, doc) QN_DROP_##id,
@@ -195,7 +196,8 @@ struct qn_fib_val {
 	X(sfc_cache_update, "", "... that raised the pause end of a live entry of their key (max-update)") \
 	X(sfc_cache_collide, "", "... that found a live entry of another key in their slot (not cached)") \
 	X(sfc_cache_lost, "", "... whose insert lost its compare-and-exchange race four times (not cached)") \
-	X(sfcp_pause, "sfcp", "BTS for the host on this port turned into one PFC PAUSE (SFC-P)")
+	X(sfcp_pause, "sfcp", "BTS for the host on this port turned into one PFC PAUSE (SFC-P)") \
+	X(ldcp_drop, "ldcp_d", "Not-ECT data packets toward this port dropped at K (LDCP's fast-start drop)")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;
@@ -289,6 +291,12 @@ enum qn_sfc_cache_mode {
 	QN_SFC_CACHE_TOR = 1,   /* cache BTS leaving this switch toward a host (a sender-side ToR) */
 	QN_SFC_CACHE_ALL = 2,   /* cache every cacheable BTS that transits this switch (Alg. 1) */
 };
+/* LDCP's switch rule (ldcp.h, ldcp.md §3.1 S3): Not-ECT data is dropped at K. */
+struct qn_set_ldcp {
+	__u32 on;               /* 1 = drop Not-ECT data packets finding the egress queue at or above K */
+	__u32 pad;
+	__u64 k_bytes;          /* K (0 = the RED profile's kmin) */
+};
 struct qn_swcfg {
 	struct qn_set_buffer buffer;
 	struct qn_set_red red;
@@ -296,6 +304,7 @@ struct qn_swcfg {
 	struct qn_set_test test;
 	struct qn_set_qalarm qalarm;
 	struct qn_set_sfc sfc;
+	struct qn_set_ldcp ldcp;
 };
 #define QN_SFC_BLOOM_HASHES 3   /* sfc.md §4: 3 hash functions */
 #define QN_SFC_BLOOM_CELLS 4096 /* cells per hash (a power of two) */

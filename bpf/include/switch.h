@@ -14,6 +14,7 @@
  *   admit        queue.h    dynamic-threshold admission
  *   red          red.h      RED/ECN decision at enqueue
  *   (schemes)    one header per scheme stage, registered in QN_SCHEME_STAGES below:
+ *                ldcp.h (LDCP: Not-ECT data dropped at K)
  *                sfc.h (SFC: BTS trigger, pause caches, SFC-P, incast estimator)
  *   rewrite      fwd.h      TTL, CE, MACs
  *   charge, pfc  queue.h, pfc.h  accounting released at dequeue; XOFF
@@ -36,11 +37,13 @@
 #include "signals.h"
 #include "testknob.h"
 #include "qalarm.h"
+#include "ldcp.h"
 #include "sfc.h"
 
 /* Scheme stages, run after RED and before the rewrite, each `r = qn_stage_X(c); if (r) return r;`
  * in a header of its own: a scheme adds its include above and one line here. */
 #define QN_SCHEME_STAGES(c, r) do {                                                          \
+		QN_STAGE(r, qn_stage_ldcp(c));    /* ldcp.h */                                 \
 		QN_STAGE(r, qn_stage_sfc(c));     /* sfc.h */                                  \
 	} while (0)
 

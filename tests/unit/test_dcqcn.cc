@@ -270,13 +270,13 @@ TEST_CASE("dcqcn_w__window_static_and_proportional", "[dcqcn]")
 
 TEST_CASE("cc_make__schemes_and_errors", "[dcqcn]")
 {
-	CHECK(schemes() == std::vector<std::string>{"none", "pfc", "dcqcn", "dcqcn+w"});
+	CHECK(schemes() == std::vector<std::string>{"none", "pfc", "dcqcn", "dcqcn+w", "ldcp"});
 	Setup s;
 	s.line_rate_bps = uint64_t(kLine);
 	s.scheme = "dcqcm";
 	auto r = make(s);
 	REQUIRE_FALSE(r.ok());
-	CHECK(r.error().message == "scheme 'dcqcm': no base algorithm 'dcqcm' (base algorithms: none, dcqcn, dcqcn+w)");
+	CHECK(r.error().message == "scheme 'dcqcm': no base algorithm 'dcqcm' (base algorithms: none, dcqcn, dcqcn+w, ldcp)");
 	s.scheme = "dcqcn";
 	s.overrides["gain"] = "1";
 	r = make(s);

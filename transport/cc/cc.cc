@@ -5,7 +5,11 @@
 #include "transport/cc/cc.h"
 
 #include "transport/cc/dcqcn.h"
+#include "transport/cc/ldcp.h"
 #include "transport/cc/sfc.h"
+#include "transport/wire.h"
+
+#include <cstdio>
 
 namespace qn::tp::cc {
 
@@ -22,6 +26,12 @@ struct BaseBuilt {
 	std::string describe;
 };
 
+// A start policy or flow control with a switch side (PB-FS's history, SFC's BTS trigger) derives
+// the switch settings that turn it on for a fabric, and names those that turn it off: a scheme
+// without the part switches it off, so an experiment comparing schemes on one topology never
+// inherits another scheme's switch stage.
+using SwitchOff = std::vector<std::pair<std::string, std::string>>;
+
 struct BasePart {
 	const char *name;
 	const char *doc;
@@ -32,13 +42,12 @@ struct BasePart {
 	Derived (*derive)(const Fabric &f, bool scale);
 	std::string (*params)();                // its parameter table's usage ("" = none)
 	Status (*check)(const std::string &key, const std::string &value); // one parameter, via its table
+	// A base with a switch stage of its own (LDCP's Not-ECT drop): the settings that turn it on
+	// where the rest of its profile is set by hand (derive_stages), and off for every other base.
+	SwitchOff stage_on = {};
+	SwitchOff off = {};
+	bool ack_on_ce = false;                 // Scheme::ack_on_ce
 };
-
-// A start policy or flow control with a switch side (PB-FS's history, SFC's BTS trigger) derives
-// the switch settings that turn it on for a fabric, and names those that turn it off: a scheme
-// without the part switches it off, so an experiment comparing schemes on one topology never
-// inherits another scheme's switch stage.
-using SwitchOff = std::vector<std::pair<std::string, std::string>>;
 
 struct StartPart {
 	const char *name;
@@ -93,6 +102,36 @@ Result<BaseBuilt> make_dcqcn_w(const Setup &s) { return make_dcqcn_common(s, tru
 Derived derive_dcqcn(const Fabric &f, bool scale) { return dcqcn_derive(f, scale, false); }
 Derived derive_dcqcn_w(const Fabric &f, bool scale) { return dcqcn_derive(f, scale, true); }
 
+Result<BaseBuilt> make_ldcp(const Setup &s)
+{
+	LdcpParams p;
+	if (!s.params.empty() && s.params != "draft")
+		return make_error("unknown LDCP parameter set '" + s.params + "' (draft)");
+	for (const auto &[k, v] : s.overrides)
+		QN_TRY(ldcp_override(p, k, v));
+	const uint32_t mtu = s.fabric.mtu;
+	if (mtu < 256)
+		return make_error("ldcp needs the path MTU (got " + std::to_string(mtu) + ")");
+	const uint64_t rtt = s.fabric.base_rtt_ns;
+	if (rtt == 0)
+		return make_error("ldcp needs the base RTT (its rate below one packet is cw per RTT)");
+	if ((p.iw_bytes == 0 || p.cwnd_max_bytes == 0) && s.bdp_bytes == 0)
+		return make_error("ldcp needs a BDP for IW and cwnd_max: give iw= and cwnd_max=");
+	BaseBuilt b;
+	b.algo = std::make_unique<Ldcp>(p, s.line_rate_bps, payload_mtu(mtu), mtu + QN_ETH_HLEN + 24, s.bdp_bytes, rtt);
+	auto &l = static_cast<Ldcp &>(*b.algo);
+	char iw[96];
+	std::snprintf(iw, sizeof(iw), " (IW %.0f packets, base RTT %llu ns)", l.iw_pkts(), static_cast<unsigned long long>(rtt));
+	b.describe = ldcp_describe(p) + iw;
+	return b;
+}
+std::string ldcp_params_usage() { return ldcp_table().usage("      "); }
+Status check_ldcp(const std::string &key, const std::string &value)
+{
+	LdcpParams p;
+	return ldcp_override(p, key, value);
+}
+
 std::string no_params() { return ""; }
 std::string dcqcn_params_usage() { return dcqcn_table().usage("      "); }
 Status check_none(const std::string &key, const std::string &)
@@ -112,6 +151,9 @@ const BasePart kBases[] = {
 	 make_dcqcn, derive_dcqcn, dcqcn_params_usage, check_dcqcn},
 	{"dcqcn+w", "DCQCN with a BDP window (dcqcn.md §3.5)", Loss::Lossless, true, true, true, make_dcqcn_w,
 	 derive_dcqcn_w, dcqcn_params_usage, check_dcqcn},
+	{"ldcp", "LDCP (ldcp.md): per-ACK window, sub-packet windows, fast start with Not-ECT packets dropped first",
+	 Loss::Lossy, true, false, true, make_ldcp, ldcp_derive, ldcp_params_usage, check_ldcp, {{"ldcp", "on"}},
+	 {{"ldcp", "off"}}, true},
 };
 
 const StartPart kStarts[] = {
@@ -138,6 +180,7 @@ const Alias kAliases[] = {
 	{"pfc", "none:lossless", true},
 	{"dcqcn", "dcqcn:lossless", true},
 	{"dcqcn+w", "dcqcn+w:lossless", true},
+	{"ldcp", "ldcp:lossy", true},
 };
 
 // Retransmission defaults by loss mode: lossless QPs a RoCE NIC's QP timeout (4.096 us x 2^14 =
@@ -220,6 +263,7 @@ Result<Scheme> parse_scheme(const std::string &name, const std::string &text)
 	if (s.loss == Loss::Lossless && !b->lossless_ok)
 		return bad(std::string(b->name) + " runs only lossy");
 	s.ecn = b->ecn;
+	s.ack_on_ce = b->ack_on_ce;
 	s.rto_low_ns = s.lossless() ? kLosslessRtoNs : kLossyRtoLowNs;
 	s.rto_high_ns = s.lossless() ? kLosslessRtoNs : kLossyRtoHighNs;
 	return s;
@@ -301,6 +345,12 @@ Result<Derived> derive_stages(const std::string &name, const Fabric &f)
 			}
 		}
 	};
+	// A base algorithm's own stage: on for the scheme's base (the rest of its profile is set by
+	// hand), off for the others.
+	for (const auto &b : kBases) {
+		const auto &v = s->base == b.name ? b.stage_on : b.off;
+		d.switch_settings.insert(d.switch_settings.end(), v.begin(), v.end());
+	}
 	add_part(s->start, kStarts);
 	add_part(s->flow, kFlows);
 	return d;

@@ -68,6 +68,7 @@ struct AckSample {
 	bool ece = false;
 	std::optional<uint64_t> rtt_ns;
 	bool nak = false;
+	uint32_t acked_pkts = 0;       // packets newly acknowledged cumulatively (LDCP's n)
 };
 
 inline constexpr size_t kCnpPayloadBytes = 16; // the CNP's bytes after the BTH (common.md §1.3)
@@ -130,6 +131,8 @@ public:
 	virtual void on_ack(const AckSample &) {}
 	virtual void on_cnp(const CnpEvent &) {}
 	virtual void on_pfc(const PfcEvent &) {}
+	// The QP's retransmission timeout fired (it resends from the oldest unacknowledged packet).
+	virtual void on_timeout(uint64_t /*now_ns*/) {}
 	// Fire every timer due at or before now (missed periods one by one).
 	virtual void on_timer(uint64_t /*now_ns*/) {}
 	// Return: the next timer deadline (UINT64_MAX: none).
@@ -222,6 +225,7 @@ public:
 		start_->on_cnp(e, *algo_);
 	}
 	void on_pfc(const PfcEvent &e) { algo_->on_pfc(e); }
+	void on_timeout(uint64_t now_ns) { algo_->on_timeout(now_ns); }
 	void on_bts(const BtsEvent &e) { fc_->on_bts(e); }
 	void on_postcard(const PostcardEvent &e) { start_->on_postcard(e, *algo_); }
 	// Fire the parts' timers due at or before now.
@@ -297,6 +301,8 @@ struct Scheme {
 	std::string base, start, flow;        // part names
 	Loss loss = Loss::Lossy;
 	bool ecn = false;                     // its data packets are ECT: the switches mark them
+	bool ack_on_ce = false;               // a receiver coalescing ACKs acknowledges a CE-marked
+					      // packet at once (LDCP: the sender reacts per marked packet)
 	uint64_t rto_low_ns = 0, rto_high_ns = 0; // retransmission timeout defaults (fabric)
 	bool lossless() const { return loss == Loss::Lossless; }
 	// Return: base[/start][/flow]:loss, every part spelled out.

@@ -26,8 +26,10 @@ struct Event {
 	uint64_t seq;
 	Kind kind;
 	int who;          // sender index (or -1)
-	bool ce = false;  // Receive: the packet's mark
+	bool ce = false;  // Receive: the packet's mark; Ack: the echo
 	uint32_t payload = 0;
+	uint64_t pseq = 0; // Receive: the packet's sequence number; Ack/Nak: the receiver's next expected
+	bool nak = false;
 	bool operator>(const Event &o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -36,6 +38,8 @@ struct Packet {
 	uint32_t frame;
 	uint32_t payload;
 	bool ce;
+	uint64_t seq = 0;
+	bool ect = true;
 };
 
 struct Sender {
@@ -43,7 +47,10 @@ struct Sender {
 	uint64_t start_ns = 0;
 	uint64_t next_ok = 0;        // pacing
 	uint64_t link_free = 0;      // own link
-	uint64_t sent = 0, acked = 0, received = 0, pkts = 0;
+	uint64_t sent = 0, acked = 0, received = 0, pkts = 0; // bytes (sent: the next packet's offset)
+	uint64_t next_seq = 0, acked_seq = 0, max_seq = 0;    // go-back-N: next, cumulative, highest + 1
+	uint64_t rx_expected = 0;                             // the receiver's next in-order packet
+	bool rx_nak_sent = false;                             // one NAK per hole
 	uint64_t timer_at = UINT64_MAX;   // the Timer event in the queue
 	uint64_t np_timer_at = UINT64_MAX;
 	bool tx_pending = false, done_sending = false;
@@ -121,9 +128,9 @@ public:
 	}
 
 private:
-	void push(uint64_t t, Kind k, int who, bool ce = false, uint32_t payload = 0)
+	void push(uint64_t t, Kind k, int who, bool ce = false, uint32_t payload = 0, uint64_t pseq = 0, bool nak = false)
 	{
-		q_.push(Event{t, seq_++, k, who, ce, payload});
+		q_.push(Event{t, seq_++, k, who, ce, payload, pseq, nak});
 	}
 
 	Controller &ctl(int i) { return *s_[size_t(i)].parts.controller; }
@@ -252,20 +259,27 @@ private:
 		uint32_t payload = c_.payload_bytes;
 		if (c_.flow_bytes && x.sent + payload > c_.flow_bytes)
 			payload = uint32_t(c_.flow_bytes - x.sent);
+		const uint64_t seq = x.next_seq++;
+		const bool retx = seq < x.max_seq;
+		x.max_seq = std::max(x.max_seq, seq + 1);
 		uint32_t frame = c_.frame_bytes - (c_.payload_bytes - payload);
 		uint64_t start = std::max(now, x.link_free);
 		uint64_t ser = serialization_ns(frame + c_.wire_overhead, c_.line_rate_bps);
 		x.link_free = start + ser;
-		TxPacket tp{now, uint32_t(x.pkts & 0xFFFFFF), frame, payload, false, 0, x.sent, c_.flow_bytes};
+		TxPacket tp{now, uint32_t(seq & 0xFFFFFF), frame, payload, retx, 0, x.sent, c_.flow_bytes};
 		x.pkts++;
 		x.sent += payload;
-		ctl(i).on_tx(tp);
+		const TxMarks m = ctl(i).on_tx(tp);
+		if (retx)
+			r_.retransmitted++;
+		if (m.ecn == 0)
+			r_.not_ect++;
 		uint64_t rate = ctl(i).output().rate_bps;
 		x.next_ok = rate >= c_.line_rate_bps ? x.link_free : now + serialization_ns(frame + c_.wire_overhead, rate);
 		x.paced_rate = rate;
 		x.last_wire = frame + c_.wire_overhead;
 		r_.data_packets++;
-		pending_.push_back(Packet{i, frame, payload, false});
+		pending_.push_back(Packet{i, frame, payload, false, seq, m.ecn != 0});
 		push(start + ser + c_.hop_delay_ns, Kind::Arrive, i);
 		trace(i, now);
 		arm_timer(i);
@@ -289,7 +303,7 @@ private:
 		Packet p = fifo_.front();
 		fifo_.pop_front();
 		qbytes_ -= p.frame;
-		if (c_.mark_at_dequeue && !p.ce && red(qbytes_)) {
+		if (c_.mark_at_dequeue && p.ect && !p.ce && red(qbytes_)) {
 			p.ce = true;
 			r_.marked++;
 		}
@@ -297,6 +311,74 @@ private:
 		uint64_t end = now + serialization_ns(p.frame + c_.wire_overhead, c_.line_rate_bps);
 		in_service_ = p;
 		push(end, Kind::Depart, p.who);
+	}
+
+	// The receiver of sender i's data, go-back-N (transport/qp.cc): an in-order packet is
+	// accepted and ACKed with its mark echoed; the first packet past a hole is NAKed (once per
+	// hole); a duplicate is re-ACKed. ACK and NAK carry the next expected packet.
+	void receive(const Event &e)
+	{
+		Sender &x = s_[size_t(e.who)];
+		const uint64_t back = 2 * c_.hop_delay_ns + 2 * serialization_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps);
+		if (e.pseq > x.rx_expected) {
+			if (!x.rx_nak_sent) {
+				x.rx_nak_sent = true;
+				r_.naks++;
+				push(e.t + back, Kind::Ack, e.who, false, 0, x.rx_expected, true);
+			}
+			return;
+		}
+		if (e.pseq < x.rx_expected) {
+			push(e.t + back, Kind::Ack, e.who, false, 0, x.rx_expected, false);
+			return;
+		}
+		x.rx_expected++;
+		x.rx_nak_sent = false;
+		x.received += e.payload;
+		if (e.ce && r_.first_ce_rx_ns == 0)
+			r_.first_ce_rx_ns = e.t;
+		r_.payload_rx_bytes += e.payload;
+		size_t w = size_t(e.t / c_.window_ns);
+		if (w < r_.windows.size())
+			r_.windows[w].goodput_bps += e.payload;
+		if (c_.flow_bytes && x.received >= c_.flow_bytes && !r_.done_ns[size_t(e.who)])
+			r_.done_ns[size_t(e.who)] = e.t;
+		if (x.parts.np && x.parts.np->on_data(NpPacket{e.t, 0, e.payload + c_.frame_bytes - c_.payload_bytes, e.ce})) {
+			r_.cnps++;
+			push(e.t + back, Kind::Cnp, e.who);
+		}
+		arm_np(e.who, e.t);
+		push(e.t + back, Kind::Ack, e.who, e.ce, 0, x.rx_expected, false);
+	}
+
+	// An ACK or NAK for sender i naming the receiver's next expected packet.
+	void ack(const Event &e)
+	{
+		Sender &x = s_[size_t(e.who)];
+		uint32_t n = 0;
+		uint64_t bytes = 0;
+		if (e.pseq > x.acked_seq) {
+			n = uint32_t(e.pseq - x.acked_seq);
+			const uint64_t to = c_.flow_bytes ? std::min(c_.flow_bytes, e.pseq * c_.payload_bytes) : e.pseq * c_.payload_bytes;
+			bytes = to - x.acked;
+			x.acked = to;
+			x.acked_seq = e.pseq;
+		}
+		if (x.next_seq < x.acked_seq) { // acknowledged beyond what goes out next (cannot happen)
+			x.next_seq = x.acked_seq;
+			x.sent = x.acked;
+		}
+		if (e.nak) {
+			// go back N: resend from the hole
+			x.next_seq = x.acked_seq;
+			x.sent = x.acked;
+		}
+		if (c_.flow_bytes && x.acked >= c_.flow_bytes && !r_.fct_ns[size_t(e.who)])
+			r_.fct_ns[size_t(e.who)] = e.t - x.start_ns;
+		ctl(e.who).on_ack(AckSample{e.t, bytes, uint16_t(e.ce ? 1 : 0), e.ce, std::nullopt, e.nak, n});
+		arm_timer(e.who);
+		repace(e.who, e.t);
+		schedule_tx(e.who, e.t);
 	}
 
 	void handle(const Event &e)
@@ -327,8 +409,12 @@ private:
 				break; // cannot happen: every Arrive event has its packet on the link
 			Packet p = *it;
 			pending_.erase(it);
+			if (c_.ldcp && !p.ect && qbytes_ >= (c_.ldcp_k_bytes ? c_.ldcp_k_bytes : c_.kmin_bytes)) {
+				r_.ldcp_drops++; // LDCP: a Not-ECT packet at or above K (bpf/include/ldcp.h)
+				break;
+			}
 			sfc_ingress(e.who, e.t);
-			if (!c_.mark_at_dequeue && red(qbytes_)) {
+			if (!c_.mark_at_dequeue && p.ect && red(qbytes_)) {
 				p.ce = true;
 				r_.marked++;
 			}
@@ -340,29 +426,13 @@ private:
 		}
 		case Kind::Depart:
 			busy_ = false;
-			push(e.t + c_.hop_delay_ns, Kind::Receive, in_service_.who, in_service_.ce, in_service_.payload);
+			push(e.t + c_.hop_delay_ns, Kind::Receive, in_service_.who, in_service_.ce, in_service_.payload,
+			     in_service_.seq);
 			serve(e.t);
 			break;
-		case Kind::Receive: {
-			Sender &x = s_[size_t(e.who)];
-			x.received += e.payload;
-			if (e.ce && r_.first_ce_rx_ns == 0)
-				r_.first_ce_rx_ns = e.t;
-			r_.payload_rx_bytes += e.payload;
-			size_t w = size_t(e.t / c_.window_ns);
-			if (w < r_.windows.size())
-				r_.windows[w].goodput_bps += e.payload;
-			if (c_.flow_bytes && x.received >= c_.flow_bytes && !r_.done_ns[size_t(e.who)])
-				r_.done_ns[size_t(e.who)] = e.t;
-			const uint64_t back = 2 * c_.hop_delay_ns + 2 * serialization_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps);
-			if (x.parts.np && x.parts.np->on_data(NpPacket{e.t, 0, e.payload + c_.frame_bytes - c_.payload_bytes, e.ce})) {
-				r_.cnps++;
-				push(e.t + back, Kind::Cnp, e.who);
-			}
-			arm_np(e.who, e.t);
-			push(e.t + back, Kind::Ack, e.who, false, e.payload);
+		case Kind::Receive:
+			receive(e);
 			break;
-		}
 		case Kind::NpTimer: {
 			Sender &x = s_[size_t(e.who)];
 			if (e.t != x.np_timer_at)
@@ -397,17 +467,9 @@ private:
 			retime(e.who, e.t);
 			break;
 		}
-		case Kind::Ack: {
-			Sender &x = s_[size_t(e.who)];
-			x.acked += e.payload;
-			if (c_.flow_bytes && x.acked >= c_.flow_bytes && !r_.fct_ns[size_t(e.who)])
-				r_.fct_ns[size_t(e.who)] = e.t - x.start_ns;
-			ctl(e.who).on_ack(AckSample{e.t, e.payload, uint16_t(0), false, std::nullopt, false});
-			arm_timer(e.who);
-			repace(e.who, e.t);
-			schedule_tx(e.who, e.t);
+		case Kind::Ack:
+			ack(e);
 			break;
-		}
 		case Kind::Sample:
 			r_.queue_samples.push_back(qbytes_);
 			push(e.t + c_.queue_interval_ns, Kind::Sample, -1);
@@ -453,6 +515,14 @@ Result<bool> model_switch_set(ModelConfig &c, const std::string &key, const std:
 		QN_TRY(onoff(c.ecn));
 	else if (key == "sfc")
 		QN_TRY(onoff(c.sfc));
+	else if (key == "ldcp")
+		QN_TRY(onoff(c.ldcp));
+	else if (key == "ldcp_k") {
+		if (value == "kmin")
+			c.ldcp_k_bytes = 0;
+		else
+			QN_TRY(bytes(c.ldcp_k_bytes));
+	}
 	else if (key == "ecn_at") {
 		if (value != "enqueue" && value != "dequeue")
 			return bad("expected enqueue or dequeue");

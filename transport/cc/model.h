@@ -3,7 +3,10 @@
 //
 // N senders on their own links of the line rate share one switch egress port of the same rate
 // toward one receiver. Everything the emulator adds is absent: no CPU, no timer lateness, no
-// batching, no PFC (the buffer is unbounded; the peak is reported). The congestion control is
+// batching, no PFC (the buffer is unbounded; the peak is reported). The one loss is LDCP's rule
+// (ldcp=on): a Not-ECT packet finding K bytes queued is dropped; the receiver then NAKs the
+// hole once and the sender goes back N (no timeouts: a loss is always followed by an ECT packet
+// that reveals it, the last fast-start packet). The congestion control is
 // the project's own library (cc::make(): the same controllers and notification points the engine
 // runs), driven by exact event times. The switch marks like the tc switch (RED on the queue
 // bytes, ECT packets only) either at enqueue (the queue before the packet, as quench's switch
@@ -39,6 +42,10 @@ struct ModelConfig {
 	uint64_t kmax_bytes = 200'000;
 	double pmax = 0.01;
 	bool mark_at_dequeue = false;
+	// LDCP's switch rule (bpf/include/ldcp.h): Not-ECT data finding at least K bytes queued
+	// ahead is dropped (K 0: kmin).
+	bool ldcp = false;
+	uint64_t ldcp_k_bytes = 0;
 	// SFC's congestion point at the switch's ingress (bpf/include/sfc.h, docs/sfc.md): a data
 	// packet that finds more than sfc_qth bytes queued ahead of it sends its sender a BTS of
 	// ceil((depth - sfc_qtg) / line rate) us, once per sender and T_BF epoch (epoch = t / T_BF;
@@ -79,6 +86,7 @@ struct ModelResult {
 	std::vector<ModelRatePoint> trace;
 	uint64_t peak_queue_bytes = 0;
 	uint64_t marked = 0, data_packets = 0, cnps = 0;
+	uint64_t ldcp_drops = 0, not_ect = 0, retransmitted = 0, naks = 0; // LDCP's drops; go-back-N
 	uint64_t sfc_congested = 0, bts = 0, bts_suppressed = 0; // as the switch's counters
 	uint64_t paused_ns = 0;               // sum over senders of the time they were paused
 	uint64_t payload_rx_bytes = 0;
@@ -89,7 +97,7 @@ struct ModelResult {
 };
 
 // Apply one switch setting by its `quench switch keys` name, for the keys the model implements:
-// ecn (on/off), ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf. Return: false for a key
+// ecn (on/off), ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf, ldcp, ldcp_k. Return: false for a key
 // the model does not have (the caller decides whether that matters); an error for a bad value.
 Result<bool> model_switch_set(ModelConfig &c, const std::string &key, const std::string &value);
 

@@ -54,6 +54,9 @@ const ParamTable<qn_swcfg> &swcfg_table()
 		{"sfc_est", K::Flag, W(sfc.est), 0, 0, {}, "SFC incast estimator at this switch's host ports", nullptr, "off"},
 		{"sfc_est_tau", K::Time, W(sfc.est_tau_ns), 0, 1e12, {}, "its time constant tau, fabric time", nullptr, "10us"},
 		{"sfc_est_rate", K::Rate, W(sfc.est_rate_bps), 0, 1e13, {}, "the receivers' link rate R_dst (port = the ingress port's)", "port", "port"},
+		// ldcp: LDCP's Not-ECT drop (ldcp.h, docs/ldcp.md); the scheme ldcp derives the values
+		{"ldcp", K::Flag, W(ldcp.on), 0, 0, {}, "LDCP: drop Not-ECT (fast-start) data at K", nullptr, "off"},
+		{"ldcp_k", K::Size, W(ldcp.k_bytes), 0, 1e12, {}, "LDCP K: the Not-ECT drop threshold (kmin = the RED profile's Kmin)", "kmin", "kmin"},
 	});
 	// clang-format on
 	return t;

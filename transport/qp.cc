@@ -93,10 +93,16 @@ uint64_t QpSender::post(Message m, uint64_t now_ns)
 	return msgs_base_ + msgs_.size() - 1;
 }
 
+bool QpSender::rtx_in_window(uint64_t seq) const
+{
+	// Packets una.. seq inclusive, counted at the full payload: the oldest always goes.
+	return cfg_.window_bytes == 0 || seq <= una_ || (seq - una_ + 1) * cfg_.payload_mtu <= cfg_.window_bytes;
+}
+
 bool QpSender::can_send() const
 {
 	if (rtx_next_ < rtx_end_)
-		return true;
+		return rtx_in_window(rtx_next_);
 	if (cur_msn_ >= msgs_base_ + msgs_.size())
 		return false;
 	if (cfg_.window_bytes == 0 || inflight_bytes_ == 0)
@@ -124,9 +130,16 @@ std::optional<TxSeg> QpSender::next(uint64_t now_ns)
 {
 	// Retransmissions first; SR skips what the receiver holds.
 	while (rtx_next_ < rtx_end_) {
-		Seg *s = seg(rtx_next_++);
-		if (!s || s->sacked)
+		Seg *s = seg(rtx_next_);
+		if (!s || s->sacked) {
+			rtx_next_++;
 			continue;
+		}
+		// The window holds retransmissions too (a QP whose window shrank on the loss resends
+		// as fast as ACKs open it, not all at once).
+		if (!rtx_in_window(rtx_next_))
+			return std::nullopt;
+		rtx_next_++;
 		s->retx = true;
 		s->sent_ns = now_ns;
 		st_.tx_pkts++;

@@ -99,7 +99,9 @@ public:
 
 	// Queue a message. Return: its msn.
 	uint64_t post(Message m, uint64_t now_ns);
-	// Return: true when next() would return a packet (retransmission or new data in window).
+	// Return: true when next() would return a packet (retransmission or new data, in the window:
+	// a retransmission of seq s when the packets from the oldest unacknowledged one through s
+	// fit it).
 	bool can_send() const;
 	// Take the next packet to transmit (retransmissions first) and account it as sent now.
 	std::optional<TxSeg> next(uint64_t now_ns);
@@ -155,6 +157,8 @@ private:
 	// Return: the 64-bit seq nearest `ref` whose PSN is `psn`, or -1 when it would be negative.
 	int64_t unwrap(uint64_t ref, uint32_t psn) const;
 	void arm(uint64_t now_ns);
+	// Return: true when retransmitting `seq` keeps the packets from una_ through it in the window.
+	bool rtx_in_window(uint64_t seq) const;
 	void start_retransmit(uint64_t from, uint64_t to);
 	void advance_una(uint64_t cum, uint64_t now_ns, AckEvent &ev);
 	TxSeg to_tx(const Seg &s, bool ack_req) const;

@@ -97,8 +97,8 @@ public:
 				x.start_ns += std::uniform_int_distribution<uint64_t>(0, c_.jitter_ns - 1)(rng_);
 			x.next_ok = x.link_free = x.start_ns;
 			x.parts.controller->start(x.start_ns);
-			if (c_.flow_bytes)
-				x.parts.controller->on_message(MessageStart{x.start_ns, 0, c_.flow_bytes});
+			// one message per sender: the flow (without a size, one that never ends)
+			x.parts.controller->on_message(MessageStart{x.start_ns, 0, c_.flow_bytes ? c_.flow_bytes : UINT64_MAX});
 			push(x.start_ns, Kind::Tx, i);
 			x.tx_pending = true;
 			x.tx_at = x.start_ns;
@@ -266,7 +266,7 @@ private:
 		uint64_t start = std::max(now, x.link_free);
 		uint64_t ser = serialization_ns(frame + c_.wire_overhead, c_.line_rate_bps);
 		x.link_free = start + ser;
-		TxPacket tp{now, uint32_t(seq & 0xFFFFFF), frame, payload, retx, 0, x.sent, c_.flow_bytes};
+		TxPacket tp{now, uint32_t(seq & 0xFFFFFF), frame, payload, retx, 0, x.sent, c_.flow_bytes ? c_.flow_bytes : UINT64_MAX};
 		x.pkts++;
 		x.sent += payload;
 		const TxMarks m = ctl(i).on_tx(tp);

@@ -147,6 +147,7 @@ const std::vector<CounterColumn> &headline_counters()
 {
 	static const std::vector<CounterColumn> v = {
 		{"CNPs", "host.cnp_rx"},       {"PAUSE", "host.pfc_xoff"}, {"drops", "switch.drops"},
+		{"tail drops", "switch.drops.buffer"}, {"FS drops", "switch.drops.ldcp_not_ect"},
 		{"ECN marks", "switch.ecn_marked"}, {"retx", "qp.retransmitted"},
 	};
 	return v;

@@ -70,7 +70,7 @@ int cmd_model(int argc, char **argv, int first)
 	cli::time(app, "--sfc-phase", c.sfc_phase_ns, "SFC: where the T_BF epochs start (default: random from the seed)");
 	std::map<std::string, std::string> sw_set;
 	cli::key_values(app, "--switch-set", sw_set,
-			"one switch setting the model has, KEY=VALUE (ecn, ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf; repeatable)");
+			"one switch setting the model has, KEY=VALUE (ecn, ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf, ldcp, ldcp_k; repeatable)");
 	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
 		return rc;
 	if (no_np)
@@ -113,7 +113,7 @@ int cmd_model(int argc, char **argv, int first)
 		if (!st)
 			return die("--switch-set: " + st.error().to_string());
 		if (!*st)
-			return die("--switch-set: the model has no switch setting '" + k + "' (it has ecn, ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf)");
+			return die("--switch-set: the model has no switch setting '" + k + "' (it has ecn, ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf, ldcp, ldcp_k)");
 	}
 	{
 		// The switch marks only ECT packets: the scheme's descriptor says whether it sends them.
@@ -154,6 +154,16 @@ int cmd_model(int argc, char **argv, int first)
 	std::printf("queue: mean %.0f B, p50 %lu B, p99 %lu B, peak %lu B (%zu samples every %s)\n", qs.mean,
 		    static_cast<unsigned long>(qs.p50), static_cast<unsigned long>(qs.p99),
 		    static_cast<unsigned long>(r->peak_queue_bytes), qs.samples, format_time(c.queue_interval_ns).c_str());
+	{
+		// the same from --from on (a steady state without the start)
+		const size_t from_sample = size_t(from_ns / c.queue_interval_ns);
+		std::vector<uint64_t> tail;
+		if (from_sample < r->queue_samples.size())
+			tail.assign(r->queue_samples.begin() + long(from_sample), r->queue_samples.end());
+		auto ts = series_stats(tail);
+		std::printf("queue from %s: mean %.0f B, p50 %lu B, p99 %lu B (%zu samples)\n", format_time(from_ns).c_str(),
+			    ts.mean, static_cast<unsigned long>(ts.p50), static_cast<unsigned long>(ts.p99), ts.samples);
+	}
 	if (c.flow_bytes) {
 		// FCT as the engine reports it: start to the ACK of the flow's last byte (common.md §4).
 		uint64_t sum = 0, mx = 0;
@@ -178,6 +188,9 @@ int cmd_model(int argc, char **argv, int first)
 			    format_time(r->paused_ns).c_str());
 	else
 		std::printf("sfc: off\n");
+	std::printf("losses: %lu Not-ECT packets sent, %lu dropped at K (ldcp %s), %lu NAKs, %lu retransmitted\n",
+		    static_cast<unsigned long>(r->not_ect), static_cast<unsigned long>(r->ldcp_drops), c.ldcp ? "on" : "off",
+		    static_cast<unsigned long>(r->naks), static_cast<unsigned long>(r->retransmitted));
 	auto write = [&](const std::string &path, auto &&body) -> bool {
 		std::ofstream f(path);
 		if (!f)

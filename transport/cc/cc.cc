@@ -105,8 +105,9 @@ Derived derive_dcqcn_w(const Fabric &f, bool scale) { return dcqcn_derive(f, sca
 Result<BaseBuilt> make_ldcp(const Setup &s)
 {
 	LdcpParams p;
-	if (!s.params.empty() && s.params != "draft")
-		return make_error("unknown LDCP parameter set '" + s.params + "' (draft)");
+	// One set: the draft's values (`paper`, the name every runner uses for a scheme's source).
+	if (!s.params.empty() && s.params != "paper" && s.params != "draft")
+		return make_error("unknown LDCP parameter set '" + s.params + "' (paper, the draft's values)");
 	for (const auto &[k, v] : s.overrides)
 		QN_TRY(ldcp_override(p, k, v));
 	const uint32_t mtu = s.fabric.mtu;

@@ -5,9 +5,7 @@
 // - ECT data is never dropped by the rule, at any depth, and is marked per the RED profile;
 // - the control class (CNP, ACK) is never touched; the rule off drops nothing; K = 0 follows
 //   the RED profile's Kmin, an explicit K overrides it.
-#include "switch_fixture.h"
-
-#include "control/swcfg.h"
+#include "signal_fixture.h"
 
 using namespace qn_test;
 
@@ -15,12 +13,11 @@ namespace {
 
 constexpr uint64_t kKmin = 10'000, kKmax = 50'000;
 
-struct LdcpFixture : SwitchFixture {
+// The signal tables' switch (its cfg, write_cfg, depth) with RED on the instantaneous queue
+// (Kmin 10 KB, Kmax 50 KB, Pmax 1, at enqueue) and the LDCP rule on, K = Kmin.
+struct LdcpFixture : SignalFixture {
 	LdcpFixture()
 	{
-		cfg.buffer.bytes = 100'000'000;
-		cfg.buffer.alpha_data_ppm = 1'000'000;
-		cfg.buffer.alpha_ctrl_ppm = 8'000'000;
 		cfg.test.qdepth = 1;
 		cfg.red.on = 1;
 		cfg.red.kmin_bytes = kKmin;
@@ -28,19 +25,6 @@ struct LdcpFixture : SwitchFixture {
 		cfg.red.pmax_ppm = 1'000'000;
 		cfg.ldcp.on = 1;
 		write_cfg();
-	}
-	qn_swcfg cfg{};
-	void write_cfg()
-	{
-		uint32_t zero = 0;
-		finalize_swcfg(cfg);
-		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_swcfg), &zero, &cfg, BPF_ANY) == 0);
-	}
-	void depth(uint64_t bytes)
-	{
-		qn_test_qdepth o{1, 1, bytes};
-		uint32_t port = kLoPort;
-		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_test_qdepth), &port, &o, BPF_ANY) == 0);
 	}
 	// Send `f` from the host port at depth `d`. Return: the verdict; *ce: whether it left CE.
 	int send(const Bytes &f, uint64_t d, bool *ce = nullptr)

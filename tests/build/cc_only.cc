@@ -16,6 +16,7 @@ int main()
 		s.scheme = n;
 		s.line_rate_bps = 10'000'000'000ULL;
 		s.bdp_bytes = 10'000;
+		s.fabric = Fabric{s.line_rate_bps, 8'000, 2048, 8'000, 8'000}; // what an engine or the agent fills in
 		auto p = make(s);
 		if (!p) {
 			std::fprintf(stderr, "%s: %s\n", n.c_str(), p.error().to_string().c_str());

@@ -7,7 +7,7 @@
 #include "transport/cc/dcqcn.h"
 #include "transport/cc/ldcp.h"
 #include "transport/cc/sfc.h"
-#include "transport/wire.h"
+#include "common/abi.h"
 
 #include <cstdio>
 
@@ -119,7 +119,10 @@ Result<BaseBuilt> make_ldcp(const Setup &s)
 	if ((p.iw_bytes == 0 || p.cwnd_max_bytes == 0) && s.bdp_bytes == 0)
 		return make_error("ldcp needs a BDP for IW and cwnd_max: give iw= and cwnd_max=");
 	BaseBuilt b;
-	b.algo = std::make_unique<Ldcp>(p, s.line_rate_bps, payload_mtu(mtu), mtu + QN_ETH_HLEN + 24, s.bdp_bytes, rtt);
+	// a full packet's payload (IPv4, UDP, BTH and ICRC fit in the MTU; rounded down to 4 bytes,
+	// as the engine segments) and its frame on the wire (Ethernet header, preamble, gap, FCS)
+	const uint32_t payload = (mtu - QN_IPV4_HLEN - QN_UDP_HLEN - QN_BTH_LEN - QN_ICRC_LEN) & ~3u;
+	b.algo = std::make_unique<Ldcp>(p, s.line_rate_bps, payload, mtu + QN_ETH_HLEN + 24, s.bdp_bytes, rtt);
 	auto &l = static_cast<Ldcp &>(*b.algo);
 	char iw[96];
 	std::snprintf(iw, sizeof(iw), " (IW %.0f packets, base RTT %llu ns)", l.iw_pkts(), static_cast<unsigned long long>(rtt));

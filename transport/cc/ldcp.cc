@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "transport/wire.h"
+#include "common/abi.h"
 
 namespace qn::tp::cc {
 

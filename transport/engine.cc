@@ -304,6 +304,7 @@ std::vector<std::string> Engine::host_names() const
 }
 
 const SenderStats &Engine::sender_stats(QpHandle h) const { return qps_[h]->snd.stats(); }
+cc::CounterList Engine::cc_counters(QpHandle h) const { return qps_[h]->ctl->counters(); }
 const ReceiverStats &Engine::receiver_stats(QpHandle h) const { return qps_[h]->rcv.stats(); }
 Endpoint Engine::endpoint(const std::string &host) const { return hosts_[host_by_name_.at(host)]->ep; }
 

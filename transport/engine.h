@@ -277,6 +277,8 @@ public:
 	const HostCounters &host_counters(const std::string &host);
 	std::vector<std::string> host_names() const;
 	const SenderStats &sender_stats(QpHandle h) const;
+	// Return: the counters of a QP's controller parts (cc::Controller::counters()).
+	cc::CounterList cc_counters(QpHandle h) const;
 	const ReceiverStats &receiver_stats(QpHandle h) const;
 	uint32_t qpn(QpHandle h) const;
 	// The path between two served hosts: base RTT (common.md §4) and bottleneck rate (fabric).

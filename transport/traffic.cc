@@ -306,6 +306,8 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 		rep.retx_pkts += s.retx_pkts;
 		rep.tx_pkts += s.tx_pkts;
 		rep.timeouts += s.timeouts;
+		for (const auto &[k, v] : e.cc_counters(h))
+			rep.cc[k] += v;
 		const auto &r = e.receiver_stats(e.peer(h));
 		rep.corrupt_msgs += r.corrupt_msgs;
 		rep.dup_pkts += r.dup_pkts;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,7 @@ struct RunReport {
 	uint64_t elapsed_ns = 0;
 	uint64_t delivered_bytes = 0, retx_pkts = 0, tx_pkts = 0, timeouts = 0;
 	uint64_t corrupt_msgs = 0, dup_pkts = 0;
+	std::map<std::string, uint64_t> cc; // the sending QPs' controller counters, summed by name
 	Health health;
 	FidelityReport fidelity;             // affected periods and the flows they touched
 	uint64_t t0_ns = 0;                  // engine time of the run's start (trace times are engine time)

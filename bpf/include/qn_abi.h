@@ -197,7 +197,9 @@ struct qn_fib_val {
 	X(sfc_cache_collide, "", "... that found a live entry of another key in their slot (not cached)") \
 	X(sfc_cache_lost, "", "... whose insert lost its compare-and-exchange race four times (not cached)") \
 	X(sfcp_pause, "sfcp", "BTS for the host on this port turned into one PFC PAUSE (SFC-P)") \
-	X(ldcp_drop, "ldcp_d", "Not-ECT data packets toward this port dropped at K (LDCP's fast-start drop)")
+	X(ldcp_drop, "ldcp_d", "Not-ECT data packets toward this port dropped at K (LDCP's fast-start drop)") \
+	X(pbfs_marked, "pbt", "PBT-marked data packets toward this port (PB-FS)") \
+	X(pbfs_congested, "pbfs_c", "of them, found this port congested (PB-FS Definition 1): a CC-postcard requested")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;
@@ -297,6 +299,14 @@ struct qn_set_ldcp {
 	__u32 pad;
 	__u64 k_bytes;          /* K (0 = the RED profile's kmin) */
 };
+/* PB-FS's switch side (pbfs.h, pbfs.md §3.2): per egress port a history of slots. */
+struct qn_set_pbfs {
+	__u32 on;               /* 1 = keep the history and answer PBT-marked packets */
+	__u32 n;                /* N: history slots per half DC_RTT, 1..QN_PBFS_MAX_N */
+	__u64 slot_ns;          /* slot length DC_RTT / 2N (fabric; 0 = off) */
+	__u64 tdelta_ns;        /* T_Δ, the window of recentBytes (fabric) */
+	__u64 dc_rtt_ns;        /* DC_RTT (fabric) */
+};
 struct qn_swcfg {
 	struct qn_set_buffer buffer;
 	struct qn_set_red red;
@@ -305,7 +315,96 @@ struct qn_swcfg {
 	struct qn_set_qalarm qalarm;
 	struct qn_set_sfc sfc;
 	struct qn_set_ldcp ldcp;
+	struct qn_set_pbfs pbfs;
 };
+
+/*
+ * PB-FS history (pbfs.h): per (egress port, CPU) a ring of slot cells and a ring of sub-slot cells
+ * for the T_Δ window, in a per-CPU array, so each CPU writes only its own cells and needs no
+ * atomics; a reader sums every CPU's cells (bpf_map_lookup_percpu_elem). No timer rotates them:
+ * a cell carries its epoch + 1 (slot number since boot, wall time / slot), a writer that finds an
+ * older epoch in the cell of its epoch restarts it, and a reader takes only cells whose epoch is in
+ * the window it sums, so a cell not written for a while (an idle port) counts as empty.
+ */
+#define QN_PBFS_MAX_N 16
+#define QN_PBFS_RING 32         /* slot cells: N completed slots and the current one fit */
+#define QN_PBFS_SUB 4           /* sub-slots per slot (the T_Δ window's grain) */
+#define QN_PBFS_FINE 32         /* sub-slot cells (8 slots) */
+#define QN_PBFS_MAX_CPUS 64
+struct qn_pbfs_cell {
+	__u64 epoch1;           /* slot number + 1 (0 = never written) */
+	__u64 first_ns;         /* wall ns of the slot's first packet on this CPU */
+	__u32 bytes;            /* bytes toward the port in the slot */
+	__u32 q_first;          /* the port's queue ahead of that first packet (bytes) */
+};
+struct qn_pbfs_fine {
+	__u64 epoch1;           /* sub-slot number + 1 */
+	__u32 bytes;
+	__u32 marked;           /* of them, PBT-marked */
+};
+struct qn_pbfs_hist {
+	struct qn_pbfs_cell slot[QN_PBFS_RING];
+	struct qn_pbfs_fine fine[QN_PBFS_FINE];
+};
+/* What Definition 1 reads, summed over CPUs. */
+struct qn_pbfs_sum {
+	__u64 i_before;         /* bytes of the N completed slots before the current one */
+	__u64 i_last;           /* of them, the newest slot's */
+	__u64 q1;               /* queue at the start of the history: ahead of its earliest packet */
+	__u64 q1_ns;            /* that packet's wall ns (~0 = no packet in the history) */
+	__u64 recent;           /* bytes of the T_Δ window (sub-slots), the packet in hand included */
+	__u64 recent_marked;
+};
+
+/* qn_pbfs_add_slot, qn_pbfs_add_fine - add one cell to `s` when it lies in the window: slots
+ * e-n .. e-1 (e = the current slot), sub-slots fe-nfine+1 .. fe. */
+static inline void qn_pbfs_add_slot(const struct qn_pbfs_cell *c, __u64 e, __u32 n, struct qn_pbfs_sum *s)
+{
+	__u64 ep = c->epoch1 - 1;
+
+	if (!c->epoch1 || ep >= e || ep + n < e)
+		return;
+	s->i_before += c->bytes;
+	if (ep + 1 == e)
+		s->i_last += c->bytes;
+	if (c->first_ns < s->q1_ns) {
+		s->q1_ns = c->first_ns;
+		s->q1 = c->q_first;
+	}
+}
+static inline void qn_pbfs_add_fine(const struct qn_pbfs_fine *f, __u64 fe, __u32 nfine, struct qn_pbfs_sum *s)
+{
+	__u64 ep = f->epoch1 - 1;
+
+	if (!f->epoch1 || ep > fe || ep + nfine <= fe)
+		return;
+	s->recent += f->bytes;
+	s->recent_marked += f->marked;
+}
+/* qn_pbfs_add - add one CPU's history to `s` (the unit tests' form; the stage walks the cells
+ * with bpf_loop, one cell per callback, so the verifier checks one cell, not 64 in a row). */
+static inline void qn_pbfs_add(const struct qn_pbfs_hist *h, __u64 e, __u32 n, __u64 fe, __u32 nfine,
+			       struct qn_pbfs_sum *s)
+{
+	__u32 i;
+
+	for (i = 0; i < QN_PBFS_RING; i++)
+		qn_pbfs_add_slot(&h->slot[i], e, n, s);
+	for (i = 0; i < QN_PBFS_FINE; i++)
+		qn_pbfs_add_fine(&h->fine[i], fe, nfine, s);
+}
+
+/* qn_pbfs_ip - Eq. 1's I_p: the N slots before plus N times the newest (the next N predicted). */
+static inline __u64 qn_pbfs_ip(const struct qn_pbfs_sum *s, __u32 n) { return s->i_before + s->i_last * n; }
+
+/* qn_pbfs_congested - Definition 1: I_p above what the port can still send in 2N slots,
+ * rate x DC_RTT / 8 - Q1 (fabric bit/s and ns). */
+static inline int qn_pbfs_congested(const struct qn_pbfs_sum *s, __u32 n, __u64 rate_bps, __u64 dc_rtt_ns)
+{
+	__u64 cap = rate_bps / 1000 * dc_rtt_ns / 8000000; /* bytes; rate in kbit/s keeps it in 64 bits */
+
+	return qn_pbfs_ip(s, n) + s->q1 > cap;
+}
 #define QN_SFC_BLOOM_HASHES 3   /* sfc.md §4: 3 hash functions */
 #define QN_SFC_BLOOM_CELLS 4096 /* cells per hash (a power of two) */
 /* Pause cache (sfc.h): QN_SFC_CACHE_SLOTS u64 words, hash-addressed by (dst IP, DSCP without

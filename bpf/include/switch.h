@@ -39,12 +39,14 @@
 #include "qalarm.h"
 #include "ldcp.h"
 #include "sfc.h"
+#include "pbfs.h"
 
 /* Scheme stages, run after RED and before the rewrite, each `r = qn_stage_X(c); if (r) return r;`
  * in a header of its own: a scheme adds its include above and one line here. */
 #define QN_SCHEME_STAGES(c, r) do {                                                          \
 		QN_STAGE(r, qn_stage_ldcp(c));    /* ldcp.h */                                 \
 		QN_STAGE(r, qn_stage_sfc(c));     /* sfc.h */                                  \
+		QN_STAGE(r, qn_stage_pbfs(c));    /* pbfs.h */                                 \
 	} while (0)
 
 #define QN_STAGE(r, call) do { (r) = (call); if (r) goto drop; } while (0)

@@ -347,8 +347,8 @@ TEST_CASE("controller__routes_each_event_to_its_part", "[dcqcn]")
 			log->push_back("start-tx ecn " + std::to_string(m.ecn));
 			m.tos_bits |= 0x04; // e.g. PB-FS's PBT bit
 		}
-		void on_ack(const AckSample &, Algorithm &) override { log->push_back("start-ack"); }
-		void on_cnp(const CnpEvent &, Algorithm &) override { log->push_back("start-cnp"); }
+		void on_ack(const AckSample &, bool, Algorithm &) override { log->push_back("start-ack"); }
+		void on_cnp(const CnpEvent &, bool, Algorithm &) override { log->push_back("start-cnp"); }
 		void on_postcard(const PostcardEvent &e, Algorithm &a) override
 		{
 			log->push_back("start-postcard " + std::to_string(e.psn));

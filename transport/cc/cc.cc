@@ -6,6 +6,7 @@
 
 #include "transport/cc/dcqcn.h"
 #include "transport/cc/ldcp.h"
+#include "transport/cc/pbfs.h"
 #include "transport/cc/sfc.h"
 #include "common/abi.h"
 
@@ -49,19 +50,24 @@ struct BasePart {
 	bool ack_on_ce = false;                 // Scheme::ack_on_ce
 };
 
+// A start policy may have parameters of its own: make() gets the overrides its table has
+// (`has`), the base algorithm the rest; its derive() may refuse a fabric (PB-FS with N < 2).
 struct StartPart {
 	const char *name;
 	const char *doc;
-	std::unique_ptr<StartPolicy> (*make)(const Setup &s);
-	Derived (*derive)(const Fabric &f) = nullptr; // its switch settings (nullptr: none)
+	Result<std::unique_ptr<StartPolicy>> (*make)(const Setup &s);
+	Result<Derived> (*derive)(const Fabric &f) = nullptr; // its switch settings (nullptr: none)
 	SwitchOff off = {};
+	std::string (*params)() = nullptr;      // its parameter table's usage (nullptr: none)
+	bool (*has)(const std::string &key) = nullptr; // a key of its table
+	Status (*check)(const std::string &key, const std::string &value) = nullptr;
 };
 
 struct FlowPart {
 	const char *name;
 	const char *doc;
 	std::unique_ptr<FlowControl> (*make)(const Setup &s);
-	Derived (*derive)(const Fabric &f) = nullptr; // its switch settings (nullptr: none)
+	Result<Derived> (*derive)(const Fabric &f) = nullptr; // its switch settings (nullptr: none)
 	SwitchOff off = {};
 };
 
@@ -160,17 +166,48 @@ const BasePart kBases[] = {
 	 {{"ldcp", "off"}}, true},
 };
 
+Result<std::unique_ptr<StartPolicy>> make_pbfs(const Setup &s)
+{
+	PbfsParams p;
+	for (const auto &[k, v] : s.overrides)
+		QN_TRY(pbfs_override(p, k, v));
+	Fabric f = s.fabric;
+	if (p.dc_rtt_ns)
+		f.max_base_rtt_ns = p.dc_rtt_ns;
+	auto r = pbfs_rules(f);
+	if (!r)
+		return r.error();
+	if (!p.dc_rtt_ns)
+		p.dc_rtt_ns = r->dc_rtt_ns;
+	if (!p.delta)
+		p.delta = r->delta;
+	if (!p.tau_ns)
+		p.tau_ns = r->tau_ns;
+	if (!p.i_min_bytes)
+		p.i_min_bytes = r->i_min_bytes;
+	if (!p.safety_ns)
+		p.safety_ns = 2 * p.dc_rtt_ns;
+	return std::unique_ptr<StartPolicy>(std::make_unique<Pbfs>(p, s.line_rate_bps));
+}
+
 const StartPart kStarts[] = {
 	{"line-rate", "start at line rate (no slow start)",
-	 [](const Setup &) -> std::unique_ptr<StartPolicy> { return std::make_unique<LineRateStart>(); }},
+	 [](const Setup &) -> Result<std::unique_ptr<StartPolicy>> { return std::unique_ptr<StartPolicy>(std::make_unique<LineRateStart>()); }},
+	{"pbfs", "PB-FS (pbfs.md): line rate, corrected within the first RTT by switches' CC-postcards", make_pbfs,
+	 [](const Fabric &f) -> Result<Derived> { return pbfs_derive(f); }, {{"pbfs", "off"}},
+	 [] { return pbfs_table().usage("      "); }, [](const std::string &k) { return pbfs_table().has(k); },
+	 [](const std::string &k, const std::string &v) -> Status {
+		 PbfsParams p;
+		 return pbfs_override(p, k, v);
+	 }},
 };
 
 const FlowPart kFlows[] = {
 	{"no-pause", "no flow control of its own",
 	 [](const Setup &) -> std::unique_ptr<FlowControl> { return std::make_unique<NoFlowControl>(); }},
 	{"sfc", "SFC (sfc.md): switches send back-to-sender signals, the QP pauses as told",
-	 [](const Setup &) -> std::unique_ptr<FlowControl> { return std::make_unique<SfcPause>(); }, sfc_derive,
-	 {{"sfc", "off"}}},
+	 [](const Setup &) -> std::unique_ptr<FlowControl> { return std::make_unique<SfcPause>(); },
+	 [](const Fabric &f) -> Result<Derived> { return sfc_derive(f); }, {{"sfc", "off"}}},
 };
 
 // Registered compositions by name; `schemes all` runs those marked.
@@ -296,7 +333,7 @@ std::vector<PartInfo> parts()
 					     (p.lossy_ok && p.lossless_ok ? "; lossy or lossless" : "") + ")",
 				     p.params()});
 	for (const auto &p : kStarts)
-		v.push_back(PartInfo{"start", p.name, p.doc});
+		v.push_back(PartInfo{"start", p.name, p.doc, p.params ? p.params() : ""});
 	for (const auto &p : kFlows)
 		v.push_back(PartInfo{"flow", p.name, p.doc});
 	return v;
@@ -324,6 +361,8 @@ Status check_param(const std::string &name, const std::string &key, const std::s
 	auto s = scheme(name);
 	if (!s)
 		return s.error();
+	if (const StartPart *sp = find_start(s->start); sp->has && sp->has(key))
+		return sp->check(key, value);
 	return find_base(s->base)->check(key, value);
 }
 
@@ -337,17 +376,20 @@ Result<Derived> derive_stages(const std::string &name, const Fabric &f)
 	Derived d;
 	// The start policy's and the flow control's switch sides: on for the scheme's own, off for
 	// every other registered one.
-	auto add_part = [&](const std::string &chosen, const auto &table) {
+	auto add_part = [&](const std::string &chosen, const auto &table) -> Status {
 		for (const auto &p : table) {
 			if (chosen != p.name) {
 				d.switch_settings.insert(d.switch_settings.end(), p.off.begin(), p.off.end());
 			} else if (p.derive) {
-				Derived pd = p.derive(f);
-				d.switch_settings.insert(d.switch_settings.end(), pd.switch_settings.begin(),
-							 pd.switch_settings.end());
-				d.notes.insert(d.notes.end(), pd.notes.begin(), pd.notes.end());
+				auto pd = p.derive(f);
+				if (!pd)
+					return make_error("scheme " + name + ": " + pd.error().to_string());
+				d.switch_settings.insert(d.switch_settings.end(), pd->switch_settings.begin(),
+							 pd->switch_settings.end());
+				d.notes.insert(d.notes.end(), pd->notes.begin(), pd->notes.end());
 			}
 		}
+		return ok_status();
 	};
 	// A base algorithm's own stage: on for the scheme's base (the rest of its profile is set by
 	// hand), off for the others.
@@ -355,8 +397,8 @@ Result<Derived> derive_stages(const std::string &name, const Fabric &f)
 		const auto &v = s->base == b.name ? b.stage_on : b.off;
 		d.switch_settings.insert(d.switch_settings.end(), v.begin(), v.end());
 	}
-	add_part(s->start, kStarts);
-	add_part(s->flow, kFlows);
+	QN_TRY(add_part(s->start, kStarts));
+	QN_TRY(add_part(s->flow, kFlows));
 	return d;
 }
 
@@ -386,12 +428,22 @@ Result<Parts> make(const Setup &su)
 		return s.error();
 	if (su.line_rate_bps == 0)
 		return make_error("scheme " + su.scheme + ": the line rate is 0");
-	auto b = find_base(s->base)->make(su);
+	// The start policy's parameters go to it, the rest to the base algorithm.
+	const StartPart *sp = find_start(s->start);
+	Setup bs = su, ss = su;
+	bs.overrides.clear();
+	ss.overrides.clear();
+	for (const auto &[k, v] : su.overrides)
+		(sp->has && sp->has(k) ? ss : bs).overrides[k] = v;
+	auto b = find_base(s->base)->make(bs);
 	if (!b)
 		return make_error("scheme " + su.scheme + ": " + b.error().to_string());
+	auto st = sp->make(ss);
+	if (!st)
+		return make_error("scheme " + su.scheme + ": " + st.error().to_string());
 	Parts p;
-	p.controller = std::make_unique<Controller>(std::move(b->algo), find_start(s->start)->make(su),
-						    find_flow(s->flow)->make(su), su.line_rate_bps);
+	p.controller = std::make_unique<Controller>(std::move(b->algo), std::move(*st), find_flow(s->flow)->make(su),
+						    su.line_rate_bps);
 	p.np = std::move(b->np);
 	p.describe = b->describe + "; " + s->canonical();
 	return p;

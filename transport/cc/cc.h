@@ -108,6 +108,10 @@ struct PfcEvent {
 	uint64_t pause_until_ns = 0;   // 0 = XON
 };
 
+// A part's counters by name ("pbfs.postcards"), summed over QPs into the run's report as
+// "cc.<name>" (docs/cc.md "Counters").
+using CounterList = std::vector<std::pair<std::string, uint64_t>>;
+
 // The controller's decisions. rate 0 never happens (R_min floors it).
 struct Output {
 	uint64_t rate_bps = 0;
@@ -139,10 +143,12 @@ public:
 	virtual uint64_t next_timer() const { return UINT64_MAX; }
 	virtual uint64_t rate_bps() const = 0;
 	virtual uint64_t window_bytes() const { return 0; }
+	virtual void counters(CounterList &) const {}
 };
 
 // Where a QP's rate starts, and what corrects it early (PB-FS's postcards, LDCP's fast start).
-// Its handlers run after the base algorithm's and may call algo.set_rate().
+// Its handlers run after the base algorithm's and may call algo.set_rate(); `changed` says whether
+// the base algorithm changed its rate or window on this ACK or CNP (PB-FS's interval ends then).
 class StartPolicy {
 public:
 	virtual ~StartPolicy() = default;
@@ -150,11 +156,12 @@ public:
 	virtual uint64_t initial_rate(uint64_t line_rate_bps) const = 0;
 	virtual void on_message(const MessageStart &, Algorithm &) {}
 	virtual void on_tx(const TxPacket &, TxMarks &, Algorithm &) {}
-	virtual void on_ack(const AckSample &, Algorithm &) {}
-	virtual void on_cnp(const CnpEvent &, Algorithm &) {}
+	virtual void on_ack(const AckSample &, bool /*changed*/, Algorithm &) {}
+	virtual void on_cnp(const CnpEvent &, bool /*changed*/, Algorithm &) {}
 	virtual void on_postcard(const PostcardEvent &, Algorithm &) {}
 	virtual void on_timer(uint64_t /*now_ns*/, Algorithm &) {}
 	virtual uint64_t next_timer() const { return UINT64_MAX; }
+	virtual void counters(CounterList &) const {}
 };
 
 // Flow control layered on the rate (SFC's pause). Default: never pauses.
@@ -166,6 +173,7 @@ public:
 	virtual void on_bts(const BtsEvent &) {}
 	// Return: the fabric time the QP may send again (0 or a past time: not paused).
 	virtual uint64_t pause_until_ns() const { return 0; }
+	virtual void counters(CounterList &) const {}
 };
 
 // Line-rate fast start (RoCE NICs: no slow start).
@@ -216,13 +224,15 @@ public:
 	}
 	void on_ack(const AckSample &e)
 	{
+		const uint64_t r = algo_->rate_bps(), w = algo_->window_bytes();
 		algo_->on_ack(e);
-		start_->on_ack(e, *algo_);
+		start_->on_ack(e, r != algo_->rate_bps() || w != algo_->window_bytes(), *algo_);
 	}
 	void on_cnp(const CnpEvent &e)
 	{
+		const uint64_t r = algo_->rate_bps(), w = algo_->window_bytes();
 		algo_->on_cnp(e);
-		start_->on_cnp(e, *algo_);
+		start_->on_cnp(e, r != algo_->rate_bps() || w != algo_->window_bytes(), *algo_);
 	}
 	void on_pfc(const PfcEvent &e) { algo_->on_pfc(e); }
 	void on_timeout(uint64_t now_ns) { algo_->on_timeout(now_ns); }
@@ -239,7 +249,17 @@ public:
 	uint64_t next_timer() const { return std::min(algo_->next_timer(), start_->next_timer()); }
 	Output output() const { return Output{algo_->rate_bps(), algo_->window_bytes(), fc_->pause_until_ns()}; }
 	std::string name() const { return algo_->name() + "/" + start_->name() + "/" + fc_->name(); }
+	// Return: every part's counters.
+	CounterList counters() const
+	{
+		CounterList c;
+		algo_->counters(c);
+		start_->counters(c);
+		fc_->counters(c);
+		return c;
+	}
 	Algorithm &algorithm() { return *algo_; }
+	StartPolicy &start_policy() { return *start_; }
 	uint64_t line_rate_bps() const { return line_rate_; }
 
 private:

@@ -268,6 +268,27 @@ Result<std::string> testrun_costs(uint32_t repeat, const Bytes &frame, const std
 
 } // namespace
 
+// Force the egress depth of switch s1's ports toward node `peer` to `bytes` (the qdepth test
+// knob; the switch setting test.qdepth must be on).
+static Status force_depth(const Topology &t, int s1, int peer, uint64_t bytes)
+{
+	int fd = bpf_obj_get((switch_pin_dir(t, s1) + "/qn_test_qdepth").c_str());
+	if (fd < 0)
+		return sys_error(errno, "open the pinned qn_test_qdepth");
+	int rc = 0;
+	for (int p : t.ports_of(s1)) {
+		if (t.ports[size_t(p)].peer_node != peer)
+			continue;
+		uint32_t key = uint32_t(t.ports[size_t(p)].port_no);
+		qn_test_qdepth v{1, 1000, bytes};
+		rc |= bpf_map_update_elem(fd, &key, &v, BPF_ANY);
+	}
+	close(fd);
+	if (rc)
+		return sys_error(errno, "write qn_test_qdepth");
+	return ok_status();
+}
+
 Result<std::string> bench_switch(const BenchOptions &o)
 {
 	auto topo = parse_topology(kBenchTopo, "<bench>");
@@ -301,20 +322,23 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		c->sfc.est_rate_bps = 0;
 		c->test.qdepth = 1;
 		QN_TRY(write_swcfg(switch_pin_dir(t, s1), *c));
-		int fd = bpf_obj_get((switch_pin_dir(t, s1) + "/qn_test_qdepth").c_str());
-		if (fd < 0)
-			return sys_error(errno, "open the pinned qn_test_qdepth");
-		int rc = 0;
-		for (int p : t.ports_of(s1)) {
-			if (t.ports[size_t(p)].peer_node != h2)
-				continue;
-			uint32_t key = uint32_t(t.ports[size_t(p)].port_no);
-			qn_test_qdepth v{1, 1000, 2ULL * c->sfc.qth_bytes};
-			rc |= bpf_map_update_elem(fd, &key, &v, BPF_ANY);
-		}
-		close(fd);
-		if (rc)
-			return sys_error(errno, "write qn_test_qdepth");
+		QN_TRY(force_depth(t, s1, h2, 2ULL * c->sfc.qth_bytes));
+	}
+	if (!o.sets.empty() || o.depth_bytes) {
+		auto c = read_swcfg(switch_pin_dir(t, s1));
+		if (!c)
+			return c.error();
+		for (const auto &[k, v] : o.sets)
+			if (auto st = apply_swcfg(*c, k, v); !st)
+				return make_error("bench switch --set " + k + "=" + v + ": " + st.error().to_string());
+		if (auto st = validate_swcfg(*c); !st)
+			return make_error("bench switch --set: " + st.error().to_string());
+		if (o.depth_bytes)
+			c->test.qdepth = 1;
+		finalize_swcfg(*c);
+		QN_TRY(write_swcfg(switch_pin_dir(t, s1), *c));
+		if (o.depth_bytes)
+			QN_TRY(force_depth(t, s1, h2, o.depth_bytes));
 	}
 	const Port &sp1 = t.ports[size_t(t.ports_of(s1)[0])];
 	std::vector<Bytes> frames;
@@ -325,7 +349,7 @@ Result<std::string> bench_switch(const BenchOptions &o)
 		f.saddr = t.nodes[size_t(t.find("h1"))].ip;
 		f.daddr = t.nodes[size_t(h2)].ip;
 		f.sport = uint16_t(0xC000 + i);
-		f.tos = 0x02 | (QN_DSCP_DATA << 2);
+		f.tos = o.tos >= 0 ? uint8_t(o.tos) : uint8_t(0x02 | (QN_DSCP_DATA << 2));
 		size_t hdr = 14 + 20 + 8 + 12;
 		f.payload_len = o.frame_bytes > hdr ? o.frame_bytes - hdr : 0;
 		frames.push_back(build_frame(f));
@@ -369,6 +393,15 @@ Result<std::string> bench_switch(const BenchOptions &o)
 				(o.sfc_cache ? ", pause cache lookup on" : ", pause cache off") +
 				(o.sfc_est ? ", incast estimator on" : "")).c_str() : "");
 	out << line;
+	if (!o.sets.empty() || o.depth_bytes || o.tos >= 0) {
+		std::string s;
+		for (const auto &[k, v] : o.sets)
+			s += " " + k + "=" + v;
+		std::snprintf(line, sizeof(line), "settings:%s%s%s\n", s.c_str(),
+			      o.depth_bytes ? (" depth forced to " + std::to_string(o.depth_bytes) + " B").c_str() : "",
+			      o.tos >= 0 ? (" TOS " + std::to_string(o.tos)).c_str() : "");
+		out << line;
+	}
 	out << bpf_stats_warning();
 	out << "variant                 ";
 	for (int r = 0; r < o.rounds; r++) {

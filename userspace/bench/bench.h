@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
 
@@ -24,6 +26,12 @@ struct BenchOptions {
 	int sfc_cache = 1;        // with sfc: enum qn_sfc_cache_mode (tor: a cache lookup per packet)
 	bool sfc_est = false;     // with sfc: the incast estimator (a spin-locked slot update per packet
 				  // from a host; tau 10 us, R_dst the port's rate)
+	// Any scheme's stage, by its switch settings (`quench switch set` keys: `ldcp=on`,
+	// `pbfs=on`), applied in order after the flags above; with depth_bytes > 0 the egress depth
+	// toward the sink is forced to it (the qdepth test knob); tos: the frames' TOS byte.
+	std::vector<std::pair<std::string, std::string>> sets;
+	uint64_t depth_bytes = 0;
+	int tos = -1;             // -1: ECT(0) in the data DSCP
 	std::string baseline_obj; // an older qn_switch.bpf.o whose ingress TEST_RUN cost is compared
 	std::string only;         // "quench" or "bare": run that variant alone (to profile it); "" both
 };

@@ -143,9 +143,12 @@ Counters host_counter_sum(const std::vector<HostCounters> &hosts)
 
 Counters report_counters(const RunReport &r)
 {
-	return Counters{{"qp.packets_sent", r.tx_pkts},       {"qp.retransmitted", r.retx_pkts},
-			{"qp.timeouts", r.timeouts},          {"qp.duplicates", r.dup_pkts},
-			{"qp.delivered_bytes", r.delivered_bytes}, {"qp.corrupt_messages", r.corrupt_msgs}};
+	Counters c{{"qp.packets_sent", r.tx_pkts},       {"qp.retransmitted", r.retx_pkts},
+		   {"qp.timeouts", r.timeouts},          {"qp.duplicates", r.dup_pkts},
+		   {"qp.delivered_bytes", r.delivered_bytes}, {"qp.corrupt_messages", r.corrupt_msgs}};
+	for (const auto &[k, v] : r.cc) // the CC parts' own counters (cc::CounterList)
+		c["cc." + k] = v;
+	return c;
 }
 
 const std::vector<CounterColumn> &headline_counters()

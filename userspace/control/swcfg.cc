@@ -57,6 +57,12 @@ const ParamTable<qn_swcfg> &swcfg_table()
 		// ldcp: LDCP's Not-ECT drop (ldcp.h, docs/ldcp.md); the scheme ldcp derives the values
 		{"ldcp", K::Flag, W(ldcp.on), 0, 0, {}, "LDCP: drop Not-ECT (fast-start) data at K", nullptr, "off"},
 		{"ldcp_k", K::Size, W(ldcp.k_bytes), 0, 1e12, {}, "LDCP K: the Not-ECT drop threshold (kmin = the RED profile's Kmin)", "kmin", "kmin"},
+		// pbfs: PB-FS's history and CC-postcards (pbfs.h, docs/pbfs.md); a scheme with /pbfs derives the values
+		{"pbfs", K::Flag, W(pbfs.on), 0, 0, {}, "PB-FS: slot history per port, CC-postcards for PBT-marked packets", nullptr, "off"},
+		{"pbfs_n", K::Count, W(pbfs.n), 1, QN_PBFS_MAX_N, {}, "PB-FS N: history slots per half DC_RTT", nullptr, "8"},
+		{"pbfs_slot", K::Time, W(pbfs.slot_ns), 0, 1e9, {}, "PB-FS slot length DC_RTT / 2N, fabric time", nullptr, "1560ns"},
+		{"pbfs_tdelta", K::Time, W(pbfs.tdelta_ns), 0, 1e9, {}, "PB-FS T_Δ: the recentBytes window, fabric time", nullptr, "2035ns"},
+		{"pbfs_dc_rtt", K::Time, W(pbfs.dc_rtt_ns), 0, 1e9, {}, "PB-FS DC_RTT, fabric time", nullptr, "25us"},
 	});
 	// clang-format on
 	return t;
@@ -106,6 +112,8 @@ Status validate_swcfg(const qn_swcfg &c)
 				  std::to_string(c.sfc.qth_bytes) + ")");
 	if (c.buffer.bytes == 0)
 		return make_error("buffer must be positive");
+	if (c.pbfs.on && (c.pbfs.slot_ns == 0 || c.pbfs.dc_rtt_ns == 0))
+		return make_error("pbfs=on needs pbfs_slot and pbfs_dc_rtt above 0");
 	return ok_status();
 }
 

@@ -68,7 +68,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     network to hold the emulator against (no root)
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
   schemes                                           the congestion-control schemes that exist
-  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue] [--sfc [--sfc-tbf T] [--sfc-cache off|tor|all] [--sfc-est]]
+  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue] [--sfc [--sfc-tbf T] [--sfc-cache off|tor|all] [--sfc-est]] [--set KEY=VALUE]... [--depth B] [--tos N]
                [--baseline-obj OLD_qn_switch.bpf.o] [--only quench|bare]
                                                     quench's switch vs a bare redirect, side by side
   bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
@@ -110,6 +110,9 @@ struct Args {
 	uint64_t sfc_tbf_ns = 1'000'000'000; // bench switch --sfc-tbf
 	std::string sfc_cache = "tor";        // bench switch --sfc-cache
 	bool sfc_est = false;                 // bench switch --sfc-est
+	std::vector<std::string> bench_sets;  // bench switch --set KEY=VALUE
+	uint64_t bench_depth = 0;             // bench switch --depth
+	int bench_tos = -1;                   // bench switch --tos
 };
 
 // The topology, switch and bench commands on CLI11: every option where the command takes it,
@@ -188,6 +191,9 @@ int parse_args(int argc, char **argv, Args &a)
 	bsw->add_option("--sfc-cache", a.sfc_cache, "with --sfc: the pause cache (off, tor: a lookup per packet from a host, all)")
 		->check(CLI::IsMember({"off", "tor", "all"}));
 	bsw->add_flag("--sfc-est", a.sfc_est, "with --sfc: the incast estimator on (a spin-locked slot update per packet from a host)");
+	bsw->add_option("--set", a.bench_sets, "a switch setting KEY=VALUE (quench switch set keys; repeatable): any scheme's stage, e.g. ldcp=on, pbfs=on");
+	qn::cli::size(*bsw, "--depth", a.bench_depth, "force the egress depth toward the sink (bytes; 0: the real queue)");
+	qn::cli::number(*bsw, "--tos", a.bench_tos, -1, 255, "the frames' TOS byte (-1: ECT(0), data DSCP)");
 	bsw->add_option("--baseline-obj", a.baseline_obj,
 			"an older qn_switch.bpf.o: its ingress TEST_RUN cost, interleaved with this build's")
 		->check(CLI::ExistingFile);
@@ -422,6 +428,14 @@ int cmd_bench(const Args &a)
 	o.sfc_tbf_ns = a.sfc_tbf_ns;
 	o.sfc_cache = a.sfc_cache == "off" ? 0 : a.sfc_cache == "tor" ? 1 : 2;
 	o.sfc_est = a.sfc_est;
+	for (const auto &kv : a.bench_sets) {
+		const size_t eq = kv.find('=');
+		if (eq == std::string::npos || eq == 0)
+			return fail("bench switch --set: '" + kv + "' is not KEY=VALUE");
+		o.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+	}
+	o.depth_bytes = a.bench_depth;
+	o.tos = a.bench_tos;
 	o.baseline_obj = a.baseline_obj;
 	o.only = a.only;
 	auto r = qn::bench_switch(o);

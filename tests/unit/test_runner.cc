@@ -263,11 +263,22 @@ TEST_CASE("reports__a_new_counter_reaches_every_output_by_name", "[runner]")
 	CHECK(md.find("switch.novel_counter=77") != std::string::npos);
 	CHECK(md.find("in force at tor: `kmin=400000 kmax=1600000`") != std::string::npos);
 	CHECK(md.find("| dcqcn | VALID | 40 | 4/4 |") != std::string::npos);
-	// every headline counter is a column (CNPs = host.cnp_rx = 3, PAUSE, drops, tail drops, FS
-	// drops 0, ECN marks = 12, retx 0)
+	// every headline counter is a column (CNPs = host.cnp_rx = 3, PAUSE, drops, tail drops 0,
+	// ECN marks = 12, retx 0); no scheme of this run asks for more
 	const std::string table = summary_table(r, rs);
 	CHECK(table.find("| CNPs ") != std::string::npos);
-	CHECK(table.find("| 3 | 0 | 0 | 0 | 0 | 12 | 0 |") != std::string::npos);
+	CHECK(table.find("| 3 | 0 | 0 | 0 | 12 | 0 |") != std::string::npos);
+	CHECK(table.find("FS drops") == std::string::npos);
+	// a scheme's parts add their own columns (cc::summary_columns), each once: LDCP's fast-start
+	// drops, PB-FS's postcards and ignored postcards
+	r.x.schemes = {"none", "ldcp", "dcqcn/pbfs", "dcqcn+w/pbfs:lossy"};
+	const auto cols = headline_counters(r.x.schemes);
+	REQUIRE(cols.size() == 9);
+	CHECK(cols[6].title == "FS drops");
+	CHECK(cols[6].counter == "switch.drops.ldcp_not_ect");
+	CHECK(cols[7].counter == "host.postcard_rx");
+	CHECK(cols[8].counter == "cc.pbfs.ignored");
+	CHECK(summary_table(r, rs).find("| FS drops | postcards | PB-FS ignored |") != std::string::npos);
 	// counters.txt and metadata lines
 	const fs::path dir = fs::temp_directory_path() / ("qn-unit-report-" + std::to_string(getpid()));
 	REQUIRE(write_scheme_files(dir.string(), rs[1]).ok());

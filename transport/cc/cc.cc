@@ -48,6 +48,7 @@ struct BasePart {
 	SwitchOff stage_on = {};
 	SwitchOff off = {};
 	bool ack_on_ce = false;                 // Scheme::ack_on_ce
+	std::vector<SummaryColumn> columns = {}; // summary-table columns it asks for
 };
 
 // A start policy may have parameters of its own: make() gets the overrides its table has
@@ -61,6 +62,7 @@ struct StartPart {
 	std::string (*params)() = nullptr;      // its parameter table's usage (nullptr: none)
 	bool (*has)(const std::string &key) = nullptr; // a key of its table
 	Status (*check)(const std::string &key, const std::string &value) = nullptr;
+	std::vector<SummaryColumn> columns = {}; // summary-table columns it asks for
 };
 
 struct FlowPart {
@@ -163,7 +165,7 @@ const BasePart kBases[] = {
 	 derive_dcqcn_w, dcqcn_params_usage, check_dcqcn},
 	{"ldcp", "LDCP (ldcp.md): per-ACK window, sub-packet windows, fast start with Not-ECT packets dropped first",
 	 Loss::Lossy, true, false, true, make_ldcp, ldcp_derive, ldcp_params_usage, check_ldcp, {{"ldcp", "on"}},
-	 {{"ldcp", "off"}}, true},
+	 {{"ldcp", "off"}}, true, {{"FS drops", "switch.drops.ldcp_not_ect"}}},
 };
 
 Result<std::unique_ptr<StartPolicy>> make_pbfs(const Setup &s)
@@ -199,7 +201,8 @@ const StartPart kStarts[] = {
 	 [](const std::string &k, const std::string &v) -> Status {
 		 PbfsParams p;
 		 return pbfs_override(p, k, v);
-	 }},
+	 },
+	 {{"postcards", "host.postcard_rx"}, {"PB-FS ignored", "cc.pbfs.ignored"}}},
 };
 
 const FlowPart kFlows[] = {
@@ -344,6 +347,17 @@ std::vector<std::pair<std::string, std::string>> aliases()
 	std::vector<std::pair<std::string, std::string>> v;
 	for (const auto &a : kAliases)
 		v.emplace_back(a.name, a.composition);
+	return v;
+}
+
+std::vector<SummaryColumn> summary_columns(const std::string &name)
+{
+	auto s = scheme(name);
+	if (!s)
+		return {};
+	std::vector<SummaryColumn> v = find_base(s->base)->columns;
+	const auto &st = find_start(s->start)->columns;
+	v.insert(v.end(), st.begin(), st.end());
 	return v;
 }
 

@@ -368,6 +368,15 @@ struct Derived {
 	std::vector<std::string> notes;
 };
 
+// A summary-table column a scheme's parts ask for: a title and the counter it shows (by its
+// report name, e.g. "switch.drops.ldcp_not_ect"). Declared in the part's registration.
+struct SummaryColumn {
+	std::string title, counter;
+};
+// Return: the columns of the scheme's parts (base, start policy, flow control), in that order;
+// none for a name that is not a scheme.
+std::vector<SummaryColumn> summary_columns(const std::string &scheme);
+
 // Return: the named schemes `schemes all` runs (an experiment's default comparison).
 std::vector<std::string> schemes();
 // Check one parameter of a scheme (its base algorithm's table) without building anything: for

@@ -276,10 +276,11 @@ std::string summary_table(const ExperimentRun &c, const std::vector<SchemeResult
 {
 	std::ostringstream tb;
 	tb << "| scheme | valid | D | flows done | goodput Gbit/s | slowdown p50 | p95 | p99 | FCT p99 | peak queue | p99 queue ";
-	for (const auto &h : headline_counters())
+	const std::vector<CounterColumn> cols = headline_counters(c.x.schemes);
+	for (const auto &h : cols)
 		tb << "| " << h.title << " ";
 	tb << "|\n|---|---|---|---|---|---|---|---|---|---|---|";
-	for (size_t i = 0; i < headline_counters().size(); i++)
+	for (size_t i = 0; i < cols.size(); i++)
 		tb << "---|";
 	tb << "\n";
 	for (const auto &s : rs) {
@@ -289,7 +290,7 @@ std::string summary_table(const ExperimentRun &c, const std::vector<SchemeResult
 		   << f2(percentile(s.sd, 0.5)) << " | " << f2(percentile(s.sd, 0.95)) << " | " << f2(percentile(s.sd, 0.99))
 		   << " | " << human_ns(percentile(s.fct, 0.99)) << " | " << human_bytes(double(s.queue_peak())) << " | "
 		   << human_bytes(double(s.queue_p99())) << " ";
-		for (const auto &h : headline_counters())
+		for (const auto &h : cols)
 			tb << "| " << s.counter(h.counter) << " ";
 		tb << "|\n";
 	}
@@ -318,7 +319,7 @@ std::string summary_markdown(const ExperimentRun &c, const std::vector<SchemeRes
 	md << "## Summary\n\n" << summary_table(c, rs) << "\n";
 	md << "Goodput: bytes delivered / time until the last completion. Counter columns (every counter by name: "
 	      "`<scheme>/counters.txt`, summary.json):";
-	for (const auto &h : headline_counters())
+	for (const auto &h : headline_counters(c.x.schemes))
 		md << " " << h.title << " = `" << h.counter << "`;";
 	md << " Peak/p99 queue: the highest over switch ports (samples every " << human_ns(c.queue_interval_ns())
 	   << ").\n\n";

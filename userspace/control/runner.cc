@@ -151,13 +151,16 @@ Counters report_counters(const RunReport &r)
 	return c;
 }
 
-const std::vector<CounterColumn> &headline_counters()
+std::vector<CounterColumn> headline_counters(const std::vector<std::string> &schemes)
 {
-	static const std::vector<CounterColumn> v = {
+	std::vector<CounterColumn> v = {
 		{"CNPs", "host.cnp_rx"},       {"PAUSE", "host.pfc_xoff"}, {"drops", "switch.drops"},
-		{"tail drops", "switch.drops.buffer"}, {"FS drops", "switch.drops.ldcp_not_ect"},
-		{"ECN marks", "switch.ecn_marked"}, {"retx", "qp.retransmitted"},
+		{"tail drops", "switch.drops.buffer"}, {"ECN marks", "switch.ecn_marked"}, {"retx", "qp.retransmitted"},
 	};
+	for (const auto &s : schemes)
+		for (const auto &c : tp::cc::summary_columns(s))
+			if (std::none_of(v.begin(), v.end(), [&](const CounterColumn &x) { return x.counter == c.counter; }))
+				v.push_back(CounterColumn{c.title, c.counter});
 	return v;
 }
 

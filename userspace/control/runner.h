@@ -41,9 +41,11 @@ Counters report_counters(const tp::RunReport &r);
 
 // The summary table's counter columns: a title and the counter it shows.
 struct CounterColumn {
-	const char *title, *counter;
+	std::string title, counter;
 };
-const std::vector<CounterColumn> &headline_counters();
+// The summary table's counter columns for a comparison of `schemes`: the ones every run has,
+// then those the schemes' parts ask for (cc::summary_columns), each once, in scheme order.
+std::vector<CounterColumn> headline_counters(const std::vector<std::string> &schemes);
 
 struct PortQueue {
 	std::string label;

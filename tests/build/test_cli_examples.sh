@@ -61,6 +61,7 @@ good=(
 	"bench switch --sfc --sfc-tbf 0"
 	"bench switch --sfc --sfc-cache off"
 	"bench switch --sfc --sfc-est"
+	"bench switch --set ldcp=on --set pbfs=on --depth 100KB --tos 110"
 	"switch keys"
 	"bench transport --rounds 4 --seconds 1"
 )
@@ -89,6 +90,7 @@ bad=(
 	"compare /tmp/a|RUN_B"
 	"bench switch --rounds 0|--rounds"
 	"bench switch --only both|--only"
+	"bench switch --tos 300|--tos"
 	"frob|unknown command"
 )
 n=0

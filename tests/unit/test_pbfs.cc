@@ -302,6 +302,8 @@ TEST_CASE("pbfs composes with dcqcn and takes its own parameters", "[pbfs]")
 	auto p = make(s);
 	REQUIRE(p);
 	CHECK(p->controller->name() == "dcqcn/pbfs/no-pause");
+	// the parameters in force, rules resolved (Δ overridden), in the run's description
+	CHECK(p->describe.find("pbfs: dc_rtt=25us delta=7 tau=12.5us") != std::string::npos);
 	CHECK(check_param("dcqcn/pbfs", "mu", "0.9").ok());
 	CHECK_FALSE(check_param("dcqcn/pbfs", "mu", "2").ok());
 	CHECK_FALSE(check_param("dcqcn", "mu", "0.9").ok()); // not a DCQCN parameter

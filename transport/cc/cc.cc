@@ -459,7 +459,8 @@ Result<Parts> make(const Setup &su)
 	p.controller = std::make_unique<Controller>(std::move(b->algo), std::move(*st), find_flow(s->flow)->make(su),
 						    su.line_rate_bps);
 	p.np = std::move(b->np);
-	p.describe = b->describe + "; " + s->canonical();
+	const std::string sd = p.controller->start_policy().describe();
+	p.describe = b->describe + (sd.empty() ? "" : "; " + s->start + ": " + sd) + "; " + s->canonical();
 	return p;
 }
 

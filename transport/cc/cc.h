@@ -162,6 +162,8 @@ public:
 	virtual void on_timer(uint64_t /*now_ns*/, Algorithm &) {}
 	virtual uint64_t next_timer() const { return UINT64_MAX; }
 	virtual void counters(CounterList &) const {}
+	// Return: its parameters in effect, one line ("" = none), for the run's cc.txt.
+	virtual std::string describe() const { return ""; }
 };
 
 // Flow control layered on the rate (SFC's pause). Default: never pauses.

@@ -121,7 +121,7 @@ void Pbfs::on_message(const MessageStart &m, Algorithm &)
 	marking_ = pbfs_;
 	ignore_ = !pbfs_;
 	l_.clear();
-	have_id_ = false;
+	id_.reset();
 	cur_rate_ = max_rate_;
 	safety_at_ = pbfs_ ? m.now_ns + p_.safety_ns : UINT64_MAX;
 	if (pbfs_)
@@ -165,8 +165,7 @@ void Pbfs::on_postcard(const PostcardEvent &e, Algorithm &a)
 	if (c <= 1)
 		return; // corner case 4: c <= 1 never restores the rate
 	// H2: the most restrictive switch wins; the switch that set the rate may revise it
-	if (!have_id_ || id_ == e.switch_id || c > l_[id_]) {
-		have_id_ = true;
+	if (!id_ || *id_ == e.switch_id || c > l_[*id_]) {
 		id_ = e.switch_id;
 		cur_rate_ = std::max<uint64_t>(1, uint64_t(double(max_rate_) / c));
 		a.set_rate(e.now_ns, cur_rate_);

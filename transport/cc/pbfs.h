@@ -16,6 +16,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/params.h"
@@ -82,6 +83,7 @@ public:
 	void on_timer(uint64_t now_ns, Algorithm &a) override;
 	uint64_t next_timer() const override;
 	void counters(CounterList &out) const override;
+	std::string describe() const override { return pbfs_describe(p_); }
 
 	const PbfsStats &stats() const { return st_; }
 	bool marking() const { return marking_; }
@@ -98,8 +100,7 @@ private:
 	uint64_t msn_ = UINT64_MAX;         // the current message (flow)
 	uint32_t pkt_idx_ = 0;              // its fresh data packets sent
 	std::map<uint64_t, double> l_;      // L: the latest c per switch
-	bool have_id_ = false;
-	uint64_t id_ = 0;                   // ID: the switch that set the rate
+	std::optional<uint64_t> id_;        // ID: the switch that set the rate
 	uint64_t cur_rate_ = 0;             // CurRate
 	uint64_t safety_at_ = UINT64_MAX;
 	PbfsStats st_;

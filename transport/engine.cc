@@ -156,9 +156,8 @@ Status Engine::open_ports()
 		h->delay_ns = hd.delay_ns;
 		h->error_rate = hd.error_rate;
 		h->port_drops = hd.port_drops;
-		const uint64_t credit = opt_.link_credit_frames * serialization_ns(wire_bytes(hd.mtu + QN_ETH_HLEN), hd.link_bps);
-		h->pacer = LinkPacer(hd.link_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli(), credit);
-		h->wire = LinkPacer(hd.link_bps, 0, credit);
+		h->pacer = LinkPacer(hd.link_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli(),
+				     opt_.link_credit_frames * serialization_ns(wire_bytes(hd.mtu + QN_ETH_HLEN), hd.link_bps));
 		auto port = hd.open(opt_.frames_per_port);
 		if (!port)
 			return port.error();
@@ -325,8 +324,7 @@ uint64_t Engine::next_deadline(uint64_t now)
 		if (h.sched.waiting())
 			d = std::min(d, h.sched.next_due());
 		if (!h.txline.empty())
-			d = std::min(d, std::max(h.txline.front().release_ns,
-						 opt_.release_at_line_rate ? h.wire.ready_at() : 0));
+			d = std::min(d, h.txline.front().release_ns);
 		if (!h.rxline.empty())
 			d = std::min(d, h.rxline.front().release_ns);
 		if (h.port->tx_pending())

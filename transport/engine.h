@@ -76,10 +76,6 @@ struct EngineOptions {
 	uint32_t link_credit_frames = 1;    // a backlogged host link served late by up to this many
 					    // full frames loses no link time (LinkPacer's credit; 0:
 					    // every late start is lost, as on 48ec9aa)
-	bool release_at_line_rate = true;   // held frames reach the switch no faster than the link
-					    // rate plus the credit, also after a late pass (Engine::pump);
-					    // off only for the D=1 capacity probe of `quench run`'s
-					    // calibration, which measures how fast frames move at all
 	std::vector<std::string> only_hosts; // serve these hosts only (empty = every host)
 	// Store and forward on host links and cables (common.md §4's base RTT: a full frame's
 	// serialization per hop): the far end sees a frame when its last bit arrives, one
@@ -394,7 +390,6 @@ private:
 		std::unique_ptr<FramePort> port;
 		std::function<Result<uint64_t>()> port_drops; // its interface's drops (HostDesc)
 		LinkPacer pacer;
-		LinkPacer wire; // pushes to the port: a late pass never hands the switch a burst (pump)
 		bool backlogged = false;
 		std::deque<CtrlFrame> ctrl;
 		TxScheduler<SchedRef> sched;   // ready QPs + rate-limited or paused QPs in the wheel

@@ -263,18 +263,10 @@ void Engine::pump(Host &h, uint64_t now)
 	h.backlogged = !h.pacer.ready(now) &&
 		       ((!h.ctrl.empty() && !paused(h, QN_PRIO_CONTROL, now)) ||
 			(!paused(h, QN_PRIO_DATA, now) && data_ready(h, now)));
-	// Held frames reach the switch when their last bit would (release_ns), but never faster than
-	// the link rate plus one frame after the previous one: a pass that ran late (a preempted
-	// CPU) hands over what fell due meanwhile one serialization apart, as a link that lost the
-	// time would, instead of as one burst the next hop's queue would see (the switch's arrival
-	// clock counts the lateness as lost time; before, the catch-up burst counted as fast
-	// 8-frame windows: docs/experiments.md "Validity").
-	while (!h.txline.empty() && h.txline.front().release_ns <= now &&
-	       (!opt_.release_at_line_rate || h.wire.ready(now))) {
+	while (!h.txline.empty() && h.txline.front().release_ns <= now) {
 		Held r = h.txline.front();
 		if (!h.port->tx_push(r.addr, r.len))
 			break;
-		h.wire.send(now, wire_bytes(r.len), true);
 		push_frame(h, r);
 		h.txline.pop_front();
 	}

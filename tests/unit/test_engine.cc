@@ -68,7 +68,7 @@ struct Rig {
 
 	// sf: store and forward (EngineOptions); off, frames are handed over at their first bit,
 	// so the tests below time the engine's own logic, not the link's.
-	explicit Rig(int n, bool sf = false)
+	explicit Rig(int n, bool sf = false, uint32_t credit_frames = 1)
 	{
 		auto t = parse_topology("name fake\ndefaults rate=10Gbps mtu=2048 delay=0us\nswitch tor\nhost h[1.." +
 						std::to_string(n) + "]\nlink h[1.." + std::to_string(n) + "] tor\n",
@@ -79,6 +79,7 @@ struct Rig {
 		EngineOptions o;
 		o.tx_horizon_wall_ns = 0;
 		o.store_and_forward = sf;
+		o.link_credit_frames = credit_frames;
 		// The control plane's description of the topology, on FakePorts and without probes.
 		PortFactory open = [this](const std::string &, const std::string &ifname, const std::string &,
 					  uint32_t) -> Result<std::unique_ptr<FramePort>> {
@@ -690,4 +691,37 @@ TEST_CASE("engine__store_and_forward_holds_each_frame_one_serialization_per_dire
 		CHECK(r.e->host_counters("h1").bts_rx == 1);
 		CHECK(r.e->paused_until(*a) == (sf ? t0 + bser : t0) + 100'000);
 	}
+}
+
+TEST_CASE("engine__after_a_late_pass_frames_catch_up_by_at_most_the_credit", "[engine]")
+{
+	// A host backlogged at line rate (store and forward); the loop then misses 40 frame times
+	// (a preempted CPU). What follows reaches the switch at most one frame (the link credit)
+	// ahead of line rate: no 8-frame window shorter than 8 serializations minus one frame (the
+	// switch's fast-window test, docs/experiments.md). This is why the fast windows of
+	// small-message runs are not the engine's catch-up (docs/experiments.md "Fast windows on
+	// small-message workloads"). Negative control: a credit of 3 frames catches up 3 at once
+	// and fails the same check.
+	std::map<uint32_t, bool> fast;
+	for (uint32_t credit : {1u, 3u}) {
+		CAPTURE(credit);
+		Rig r(2, true, credit);
+		auto a = r.e->connect("h1", "h2", pausing_qp());
+		REQUIRE(a.ok());
+		const uint16_t sa = qpn_to_sport(r.e->qpn(*a));
+		r.e->post(*a, Message{1, 4'000'000, nullptr});
+		r.run_to(20 * kSerNs);
+		const uint64_t late = r.clock.now_ns() + 40 * kSerNs;
+		r.step(late);
+		r.run_to(late + 60 * kSerNs);
+		auto v = frames_of(r, "h1", sa, late, late + 60 * kSerNs);
+		REQUIRE(v.size() >= 20);
+		fast[credit] = false;
+		// 8 ns of slack: serialization times are rounded up to whole ns, once per frame
+		for (size_t i = 8; i < v.size(); i++)
+			if (v[i]->t - v[i - 8]->t + kSerNs + 8 < 8 * kSerNs)
+				fast[credit] = true;
+	}
+	CHECK_FALSE(fast[1]);
+	CHECK(fast[3]);
 }

@@ -44,9 +44,7 @@ bool is_gauge(const std::string &name)
 	return name == "queue_peak_bytes" || name == "queue_bytes" || name == "queue_pkts";
 }
 
-// `probe`: the D=1 capacity probe, which asks how fast the path moves frames at all, not whether
-// it is the fabric (EngineOptions::release_at_line_rate off).
-Result<std::unique_ptr<Engine>> open_engine(ExperimentRun &r, bool probe = false)
+Result<std::unique_ptr<Engine>> open_engine(ExperimentRun &r)
 {
 	auto t = load_running(r.name);
 	if (!t)
@@ -54,10 +52,7 @@ Result<std::unique_ptr<Engine>> open_engine(ExperimentRun &r, bool probe = false
 	auto d = running_dilation(r.name);
 	if (!d)
 		return d.error();
-	EngineOptions eo = r.eo;
-	if (probe)
-		eo.release_at_line_rate = false;
-	return Engine::open(engine_desc(*t), *d, eo);
+	return Engine::open(engine_desc(*t), *d, r.eo);
 }
 
 Result<std::vector<SwitchCounters>> read_all_counters(const std::string &name)
@@ -342,7 +337,7 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		// switch programs and the kernel's veths at full speed); D >= offered / that.
 		c.hooks.phase("calibration: capacity at D=1", 0);
 		QN_TRY(bring_up(c, 1));
-		auto e = open_engine(c, true);
+		auto e = open_engine(c);
 		if (!e)
 			return e.error();
 		QN_TRY(base_rtts(**e));

@@ -73,7 +73,8 @@ static long qn_pbfs_cell_cb(__u64 i, void *ctx)
  * qn_pbfs_decide - count a data packet of `len` bytes toward egress port `port_pbt & 0xFF` in
  * this CPU's history (now: wall ns; depth: the queue ahead of it); for a PBT-marked one
  * (QN_PBFS_ARG_PBT), Definition 1 at the port's fabric rate `rate_bps`. (Five arguments: the BPF
- * calling convention's limit.) Return: 1 when the port is congested (the postcard's values are
+ * calling convention's limit; so it reads the settings itself, one array lookup the caller also
+ * made, rather than taking slot, N, T_Δ and DC_RTT as arguments.) Return: 1 when the port is congested (the postcard's values are
  * in qn_pbfs_scratch), 0 otherwise.
  */
 __noinline __u32 qn_pbfs_decide(__u32 port_pbt, __u64 now, __u32 len, __u64 depth, __u64 rate_bps)

@@ -269,6 +269,8 @@ TEST_CASE("pbfs parameters (§4): the paper's fabric, and N < 2 refused with the
 	CHECK(r->n == 8);
 	CHECK(r->slot_ns == 1562);
 	CHECK(r->delta == 5);
+	CHECK(r->pkt_ns == Approx(339.84));
+	CHECK(r->t_delta_ns == 1699); // docs/pbfs.md's table
 	CHECK(r->tau_ns == 12'500);
 	CHECK(r->min_bytes == 39'062);
 	CHECK(r->i_min_bytes == 15'625);

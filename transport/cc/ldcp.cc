@@ -31,13 +31,7 @@ const ParamTable<LdcpParams> &ldcp_table()
 
 Status ldcp_override(LdcpParams &p, const std::string &k, const std::string &v) { return ldcp_table().apply(p, k, v); }
 
-std::string ldcp_describe(const LdcpParams &p)
-{
-	std::string s;
-	for (const auto &r : ldcp_table().rows())
-		s += (s.empty() ? "" : " ") + std::string(r.name) + "=" + ldcp_table().value(p, r);
-	return s;
-}
+std::string ldcp_describe(const LdcpParams &p) { return ldcp_table().describe(p); }
 
 double ldcp_qstar(double alpha, double beta, uint64_t line_rate_bps, uint64_t base_rtt_ns, double frame_wire_bytes,
 		  int flows, double kmin, double kmax, double pmax)

@@ -28,13 +28,7 @@ const ParamTable<PbfsParams> &pbfs_table()
 
 Status pbfs_override(PbfsParams &p, const std::string &k, const std::string &v) { return pbfs_table().apply(p, k, v); }
 
-std::string pbfs_describe(const PbfsParams &p)
-{
-	std::string s;
-	for (const auto &r : pbfs_table().rows())
-		s += (s.empty() ? "" : " ") + std::string(r.name) + "=" + pbfs_table().value(p, r);
-	return s;
-}
+std::string pbfs_describe(const PbfsParams &p) { return pbfs_table().describe(p); }
 
 Result<PbfsDerived> pbfs_rules(const Fabric &f)
 {

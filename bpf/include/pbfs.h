@@ -10,8 +10,9 @@
  * control class. The packet is forwarded unchanged (its PBT bit kept for the next switch).
  *
  * The work is a global function on scalars (qn_pbfs_decide), verified once on its own (the
- * pattern of ldcp.h); its sum over CPUs and the window's cells runs in a bpf_loop callback, one
- * cell per call (unrolled, 64 cells' branches exceeded the verifier's million instructions). It leaves the postcard's values
+ * pattern of ldcp.h); its sum runs in a bpf_loop over the CPUs (one ring lookup each) and a
+ * nested bpf_loop over the window's cells, one cell per call (a plain loop over the cells, like
+ * the unrolled 64, ran the verifier past its million instructions). It leaves the postcard's values
  * in a per-CPU scratch entry for the stage, which alone holds the packet context.
  */
 #ifndef QN_PBFS_H
@@ -44,25 +45,40 @@ struct qn_pbfs_walk {
 	struct qn_pbfs_sum s;
 };
 
-/* bpf_loop callback over (CPU, cell of the window): for each CPU the N slot cells e-1 .. e-N
- * and the nfine sub-slot cells fe .. fe-nfine+1, located by their ring position (a cell of
- * another epoch there is skipped by the add), so a decision reads N + nfine cells per CPU. */
-static long qn_pbfs_cell_cb(__u64 i, void *ctx)
-{
-	struct qn_pbfs_walk *w = ctx;
-	__u32 per = w->n + w->nfine, k;
+/* One CPU's ring, for the cell callback. */
+struct qn_pbfs_cpu {
 	const struct qn_pbfs_hist *h;
+	struct qn_pbfs_walk *w;
+};
 
-	if (!per)
-		return 1;
-	k = (__u32)(i % per);
-	h = bpf_map_lookup_percpu_elem(&qn_pbfs_hist, &w->port, (__u32)(i / per));
-	if (!h)
-		return 1; /* past the last CPU */
+/* bpf_loop callback over one CPU's window: cell k < N is slot e-1-k, cell N + j sub-slot fe-j,
+ * located by their ring position (a cell of another epoch there is skipped by the add). */
+static long qn_pbfs_cell_cb(__u64 k, void *ctx)
+{
+	struct qn_pbfs_cpu *c = ctx;
+	struct qn_pbfs_walk *w = c->w;
+	const struct qn_pbfs_hist *h = c->h;
+
 	if (k < w->n)
 		qn_pbfs_add_slot(&h->slot[(w->e - 1 - k) & (QN_PBFS_RING - 1)], w->e, w->n, &w->s);
 	else
 		qn_pbfs_add_fine(&h->fine[(w->fe - (k - w->n)) & (QN_PBFS_FINE - 1)], w->fe, w->nfine, &w->s);
+	return 0;
+}
+
+/* bpf_loop callback over the CPUs: one lookup of the CPU's ring, then its N + nfine cells
+ * (a nested bpf_loop: one callback per cell keeps the verifier's work to one cell; one ring
+ * lookup per CPU instead of one per cell: docs/PERFORMANCE.md). */
+static long qn_pbfs_cpu_cb(__u64 cpu, void *ctx)
+{
+	struct qn_pbfs_walk *w = ctx;
+	struct qn_pbfs_cpu c;
+
+	c.h = bpf_map_lookup_percpu_elem(&qn_pbfs_hist, &w->port, (__u32)cpu);
+	if (!c.h)
+		return 1; /* past the last CPU */
+	c.w = w;
+	bpf_loop(w->n + w->nfine, qn_pbfs_cell_cb, &c, 0);
 	return 0;
 }
 
@@ -130,7 +146,7 @@ __noinline __u32 qn_pbfs_decide(__u32 port_pbt, __u64 now, __u32 len, __u64 dept
 	if (w.nfine > QN_PBFS_FINE)
 		w.nfine = QN_PBFS_FINE;
 	w.s.q1_ns = ~0ull;
-	bpf_loop(QN_PBFS_MAX_CPUS * (n + w.nfine), qn_pbfs_cell_cb, &w, 0);
+	bpf_loop(QN_PBFS_MAX_CPUS, qn_pbfs_cpu_cb, &w, 0);
 	if (w.s.q1_ns == ~0ull)
 		w.s.q1 = depth; /* no packet in the history: the queue now */
 	if (!qn_pbfs_congested(&w.s, n, rate_bps, cfg->pbfs.dc_rtt_ns))

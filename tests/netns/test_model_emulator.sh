@@ -16,7 +16,8 @@
 # Only VALID runs (up to three attempts each). Negative control: the same check fails with the
 # emulator's notification point switched off (--no-np), on each fabric.
 # dcqcn+w/sfc is held against the model in test_sfc.sh (its incast-slope part: per-N peaks
-# and slopes on the long-10g fabric, where a BDP is many frames).
+# and slopes on the long-10g fabric, where a BDP is many frames); dcqcn/pbfs in test_pbfs.sh (the
+# single-port case at each trial's measured slot phase).
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 

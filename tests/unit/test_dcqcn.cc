@@ -270,7 +270,7 @@ TEST_CASE("dcqcn_w__window_static_and_proportional", "[dcqcn]")
 
 TEST_CASE("cc_make__schemes_and_errors", "[dcqcn]")
 {
-	CHECK(schemes() == std::vector<std::string>{"none", "pfc", "dcqcn", "dcqcn+w", "ldcp"});
+	CHECK(schemes() == std::vector<std::string>{"none", "pfc", "dcqcn", "dcqcn+w", "ldcp", "pbfs"});
 	Setup s;
 	s.line_rate_bps = uint64_t(kLine);
 	s.scheme = "dcqcm";

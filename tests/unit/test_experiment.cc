@@ -150,7 +150,8 @@ TEST_CASE("experiment__every_shipped_experiment_parses", "[experiment]")
 		auto s = cc::scheme(n);
 		return s ? "" : s.error().to_string();
 	});
-	for (const char *f : {"incast-bg.exp", "dcqcn-c1-40g.exp", "sfc-hadoop-incast.exp", "sfc-hadoop80.exp"}) {
+	for (const char *f : {"incast-bg.exp", "dcqcn-c1-40g.exp", "sfc-hadoop-incast.exp", "sfc-hadoop80.exp",
+			      "pbfs-hadoop-incast.exp"}) {
 		INFO(f);
 		auto x = load_experiment(data_dir() + "/experiments/" + f, cat);
 		INFO((x.ok() ? std::string() : x.error().to_string()));

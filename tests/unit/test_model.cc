@@ -193,10 +193,10 @@ TEST_CASE("model__sfc_ingress_bts_pauses_senders_and_bounds_the_incast", "[model
 		c.hop_delay_ns = 10'000;
 		c.flow_bytes = 256'000;
 		c.duration_ns = 20'000'000;
-		c.sfc = sfc;
-		c.sfc_qth_bytes = 108'000;
-		c.sfc_qtg_bytes = 54'000;
-		c.sfc_tbf_ns = 21'700;
+		REQUIRE(*model_switch_set(c, "sfc", sfc ? "on" : "off"));
+		REQUIRE(*model_switch_set(c, "sfc_qth", "108000"));
+		REQUIRE(*model_switch_set(c, "sfc_qtg", "54000"));
+		REQUIRE(*model_switch_set(c, "sfc_tbf", "21700ns"));
 		auto r = run_model(c);
 		REQUIRE(r.ok());
 		return *r;
@@ -204,7 +204,8 @@ TEST_CASE("model__sfc_ingress_bts_pauses_senders_and_bounds_the_incast", "[model
 	const ModelResult on = run(true), off = run(false);
 	// Expect (negative control): the stage off sends nothing and pauses no one; the queue
 	// takes the whole incast less what drained, 16 x 256 KB arriving at 16x the drain rate.
-	CHECK(off.bts == 0);
+	CHECK(off.stage_counters.at("sfc_bts") == 0);
+	CHECK(off.bts_rx == 0);
 	CHECK(off.paused_ns == 0);
 	CHECK(off.peak_queue_bytes > 3'500'000);
 	// Expect: every sender gets a BTS once the queue passes Q_Th, repeats within an epoch are
@@ -213,9 +214,11 @@ TEST_CASE("model__sfc_ingress_bts_pauses_senders_and_bounds_the_incast", "[model
 	// 10 Gbit/s); a pause computed from the depth at the trigger does not cover the T_F of
 	// overshoot, so senders without a window resume into a queue of up to Q_Tg + (N - 1) R T_F
 	// and a later wave peaks below Q_Tg + 2 N R T_F = 924 KB, a quarter of the 3.8 MB.
-	CHECK(on.bts >= 16);
-	CHECK(on.bts_suppressed > 0);
-	CHECK(on.sfc_congested == on.bts + on.bts_suppressed);
+	CHECK(on.stage_counters.at("sfc_bts") >= 16);
+	CHECK(on.stage_counters.at("sfc_suppressed") > 0);
+	CHECK(on.stage_counters.at("sfc_congested") ==
+	      on.stage_counters.at("sfc_bts") + on.stage_counters.at("sfc_suppressed"));
+	CHECK(on.bts_rx == on.stage_counters.at("sfc_bts")); // every BTS reached its sender
 	CHECK(on.paused_ns > 16 * 40'000);
 	CHECK(on.peak_queue_bytes > 108'000 + 16 * 20'000);
 	CHECK(on.peak_queue_bytes < 54'000 + 2 * 16 * 27'200);
@@ -232,13 +235,27 @@ TEST_CASE("model__switch_settings_by_key", "[model][sfc]")
 {
 	ModelConfig c;
 	CHECK(*model_switch_set(c, "sfc", "on"));
-	CHECK(c.sfc);
 	CHECK(*model_switch_set(c, "sfc_qth", "100KB"));
-	CHECK(c.sfc_qth_bytes == 100'000);
 	CHECK(*model_switch_set(c, "sfc_tbf", "4us"));
-	CHECK(c.sfc_tbf_ns == 4'000);
+	CHECK(*model_switch_set(c, "pbfs_phase", "3us"));
+	// a stage's keys are kept in order for run_model; the model's own apply at once
+	CHECK(c.stage_settings == std::vector<std::pair<std::string, std::string>>{
+					  {"sfc", "on"}, {"sfc_qth", "100KB"}, {"sfc_tbf", "4us"}, {"pbfs_phase", "3us"}});
 	CHECK(*model_switch_set(c, "ecn_at", "dequeue"));
 	CHECK(c.mark_at_dequeue);
+	// every stage's keys are listed
+	for (const char *k : {"ecn_at", "ldcp_k", "sfc_qtg", "sfc_phase", "pbfs_n", "pbfs_phase"})
+		CHECK(model_switch_keys().find(k) != std::string::npos);
+	// a stage reports its settings in force
+	c.duration_ns = 100'000;
+	auto r = run_model(c);
+	REQUIRE(r.ok());
+	bool seen = false;
+	for (const auto &line : r->stage_reports)
+		if (line.rfind("sfc: Q_Th 100KB", 0) == 0 && line.find("T_BF 4us") != std::string::npos)
+			seen = true;
+	CHECK(seen);
+	CHECK(r->stage_counters.count("pbfs_congested") == 1);
 	// a key the model does not have is reported as such; bad values are errors naming the key
 	auto pfc = model_switch_set(c, "pfc", "on");
 	REQUIRE(pfc.ok());
@@ -248,4 +265,5 @@ TEST_CASE("model__switch_settings_by_key", "[model][sfc]")
 	CHECK(bad.error().to_string().find("sfc_qtg") != std::string::npos);
 	CHECK_FALSE(model_switch_set(c, "pmax", "2").ok());
 	CHECK_FALSE(model_switch_set(c, "sfc", "yes").ok());
+	CHECK_FALSE(model_switch_set(c, "pbfs_n", "0").ok());
 }

@@ -283,9 +283,12 @@ TEST_CASE("pbfs parameters (§4): the paper's fabric, and N < 2 refused with the
 	auto bad = pbfs_rules(star);
 	REQUIRE_FALSE(bad);
 	CHECK(bad.error().to_string().find("< 2") != std::string::npos);
+	// derive() refuses the fabric with the reason (not an error: `quench run` skips the scheme)
 	auto der = derive("dcqcn/pbfs", star, false);
-	REQUIRE_FALSE(der);
-	CHECK(der.error().to_string().find("slot") != std::string::npos);
+	REQUIRE(der);
+	CHECK(der->refused.find("slot") != std::string::npos);
+	CHECK(der->refused.find("scheme dcqcn/pbfs") == 0);
+	CHECK(derive_stages("dcqcn/pbfs", star)->refused == der->refused);
 	// and a scheme without pbfs switches the stage off
 	auto off = derive("dcqcn", star, false);
 	REQUIRE(off);
@@ -319,4 +322,35 @@ TEST_CASE("pbfs composes with dcqcn and takes its own parameters", "[pbfs]")
 	CHECK(first == 7);
 	auto c = p->controller->counters();
 	CHECK(std::find(c.begin(), c.end(), std::pair<std::string, uint64_t>{"pbfs.marked", 1}) != c.end());
+}
+
+TEST_CASE("pbfs hand-off: DCQCN recovers from the postcard's rate without a CNP", "[pbfs]")
+{
+	// A postcard cuts a lone flow; no packet is ever marked. The recovery (fast recovery for
+	// F periods, then additive increase) must start from the new rate, in both reaction
+	// points; without it the flow would keep MaxRate / c for good.
+	for (const char *variant : {"paper", "mellanox"}) {
+		Setup s;
+		s.scheme = "dcqcn/pbfs";
+		s.line_rate_bps = k25G;
+		s.fabric = Fabric{k25G, kDcRtt, 1024, kDcRtt, kDcRtt};
+		s.overrides["variant"] = variant;
+		auto p = make(s);
+		REQUIRE(p);
+		Controller &c = *p->controller;
+		c.start(0);
+		c.on_message(MessageStart{0, 0, 10'000'000});
+		c.on_postcard(card(1, 600'000, 12'500, 12'000, 2'000));
+		const uint64_t cut = c.output().rate_bps;
+		INFO(variant << ": cut to " << cut);
+		REQUIRE(cut < k25G / 2);
+		// F = 5 periods of T = 55 us in fast recovery (Rc = Rt: no change), then R_AI steps
+		uint64_t t = 1000;
+		for (int i = 0; i < 40; i++) {
+			t += 55'000;
+			c.on_timer(t);
+		}
+		CHECK(c.output().rate_bps > cut);
+		CHECK(c.output().rate_bps <= k25G);
+	}
 }

@@ -273,12 +273,26 @@ TEST_CASE("reports__a_new_counter_reaches_every_output_by_name", "[runner]")
 	// drops, PB-FS's postcards and ignored postcards
 	r.x.schemes = {"none", "ldcp", "dcqcn/pbfs", "dcqcn+w/pbfs:lossy"};
 	const auto cols = headline_counters(r.x.schemes);
-	REQUIRE(cols.size() == 9);
+	REQUIRE(cols.size() == 10);
 	CHECK(cols[6].title == "FS drops");
 	CHECK(cols[6].counter == "switch.drops.ldcp_not_ect");
-	CHECK(cols[7].counter == "host.postcard_rx");
+	CHECK(cols[7].counter == "cc.pbfs.postcards/cc.pbfs.eligible");
 	CHECK(cols[8].counter == "cc.pbfs.ignored");
-	CHECK(summary_table(r, rs).find("| FS drops | postcards | PB-FS ignored |") != std::string::npos);
+	CHECK(cols[9].counter == "loop.postcard.p50_ns");
+	CHECK(summary_table(r, rs).find("| FS drops | postcards/eligible flow | PB-FS ignored | postcard loop p50 ns |") !=
+	      std::string::npos);
+	// an A/B column shows A over B, "-" where B is 0
+	rs[1].counters["cc.pbfs.postcards"] = 6;
+	rs[1].counters["cc.pbfs.eligible"] = 4;
+	rs[1].counters["loop.postcard.p50_ns"] = 22195;
+	const std::string t2 = summary_table(r, rs);
+	CHECK(t2.find("| 0 | 1.50 | 0 | 22195 |") != std::string::npos);
+	CHECK(t2.find("| 0 | - | 0 | 0 |") != std::string::npos);
+	// a scheme that refused the fabric is listed with its reason under the table
+	r.skipped = {{"dcqcn/pbfs", "N = 0 < 2"}};
+	CHECK(summary_table(r, rs).find("\nskipped dcqcn/pbfs: N = 0 < 2\n") != std::string::npos);
+	CHECK(summary_json(r, rs).find("\"reason\": \"N = 0 < 2\"") != std::string::npos);
+	r.skipped.clear();
 	// counters.txt and metadata lines
 	const fs::path dir = fs::temp_directory_path() / ("qn-unit-report-" + std::to_string(getpid()));
 	REQUIRE(write_scheme_files(dir.string(), rs[1]).ok());

@@ -202,7 +202,9 @@ const StartPart kStarts[] = {
 		 PbfsParams p;
 		 return pbfs_override(p, k, v);
 	 },
-	 {{"postcards", "host.postcard_rx"}, {"PB-FS ignored", "cc.pbfs.ignored"}}},
+	 {{"postcards/eligible flow", "cc.pbfs.postcards/cc.pbfs.eligible"},
+	  {"PB-FS ignored", "cc.pbfs.ignored"},
+	  {"postcard loop p50 ns", "loop.postcard.p50_ns"}}},
 };
 
 const FlowPart kFlows[] = {
@@ -225,6 +227,7 @@ const Alias kAliases[] = {
 	{"dcqcn", "dcqcn:lossless", true},
 	{"dcqcn+w", "dcqcn+w:lossless", true},
 	{"ldcp", "ldcp:lossy", true},
+	{"pbfs", "dcqcn/pbfs:lossless", true},
 };
 
 // Retransmission defaults by loss mode: lossless QPs a RoCE NIC's QP timeout (4.096 us x 2^14 =
@@ -398,6 +401,8 @@ Result<Derived> derive_stages(const std::string &name, const Fabric &f)
 				auto pd = p.derive(f);
 				if (!pd)
 					return make_error("scheme " + name + ": " + pd.error().to_string());
+				if (!pd->refused.empty())
+					d.refused = "scheme " + name + ": " + pd->refused;
 				d.switch_settings.insert(d.switch_settings.end(), pd->switch_settings.begin(),
 							 pd->switch_settings.end());
 				d.notes.insert(d.notes.end(), pd->notes.begin(), pd->notes.end());
@@ -425,6 +430,7 @@ Result<Derived> derive(const std::string &name, const Fabric &f, bool scale)
 	if (!st)
 		return st.error();
 	Derived d = find_base(s->base)->derive(f, scale);
+	d.refused = st->refused;
 	d.switch_settings.insert(d.switch_settings.end(), st->switch_settings.begin(), st->switch_settings.end());
 	d.notes.insert(d.notes.end(), st->notes.begin(), st->notes.end());
 	// The loss mode decides PFC, whatever the base algorithm's rules say.

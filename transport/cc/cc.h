@@ -368,10 +368,15 @@ struct Derived {
 	std::map<std::string, std::string> overrides;
 	std::vector<std::pair<std::string, std::string>> switch_settings;
 	std::vector<std::string> notes;
+	// Non-empty: the scheme refuses this fabric, for this reason (e.g. PB-FS where N < 2). Not
+	// an error: `quench run` skips the scheme with the reason; gen and model stop with it.
+	std::string refused;
 };
 
 // A summary-table column a scheme's parts ask for: a title and the counter it shows (by its
-// report name, e.g. "switch.drops.ldcp_not_ect"). Declared in the part's registration.
+// report name, e.g. "switch.drops.ldcp_not_ect"; "A/B" shows counter A over counter B, e.g.
+// per flow; the runner's "loop.<signal>.p50_ns" are the signal loop delays). Declared in the
+// part's registration.
 struct SummaryColumn {
 	std::string title, counter;
 };

@@ -144,17 +144,28 @@ void DcqcnPaper::increase()
 	increased_ = true;
 }
 
-void DcqcnPaper::set_rate(uint64_t, uint64_t rate_bps)
+void DcqcnPaper::set_rate(uint64_t now, uint64_t rate_bps)
 {
 	// A start policy's correction: the current and the target rate both move there (a later
-	// increase recovers toward it, not toward the old target).
+	// increase recovers toward it, not toward the old target). Below the line rate, recovery
+	// starts from it as after a cut (RP3's byte counter and RP4's timer, in fast recovery):
+	// otherwise a flow cut by a postcard and never marked would keep that rate for good.
+	// Alpha is untouched (pbfs.md §3.4 names only Rc and Rt): its timer waits for a CNP.
 	rc_ = rt_ = std::clamp(double(rate_bps), double(p_.rmin_bps), line_);
+	if (rc_ < line_) {
+		bc_ = t_ = 0;
+		bytes_left_ = int64_t(p_.b_bytes);
+		hyper_ = false;
+		increased_ = false;
+		rate_timer_ = now + p_.t_ns;
+	}
 }
 
 void DcqcnPaper::on_tx(const TxPacket &p, TxMarks &)
 {
-	// RP3: the byte counter (counts what goes on the wire).
-	if (!active_ || p_.b_bytes == 0)
+	// RP3: the byte counter (counts what goes on the wire), once recovery runs (after a cut
+	// or a start policy's correction: the rate timer is armed).
+	if (rate_timer_ == UINT64_MAX || p_.b_bytes == 0)
 		return;
 	bytes_left_ -= int64_t(p.wire_bytes);
 	while (bytes_left_ <= 0) {
@@ -196,9 +207,15 @@ void DcqcnMellanox::start(uint64_t, uint64_t rate_bps)
 	active_ = false;
 }
 
-void DcqcnMellanox::set_rate(uint64_t, uint64_t rate_bps)
+void DcqcnMellanox::set_rate(uint64_t now, uint64_t rate_bps)
 {
+	// As DcqcnPaper::set_rate: below the line rate the rate increase events start from it.
 	rc_ = rt_ = std::clamp(double(rate_bps), double(p_.rmin_bps), line_);
+	if (rc_ < line_) {
+		t_ = 0;
+		increased_ = false;
+		rate_timer_ = now + p_.t_ns;
+	}
 }
 
 void DcqcnMellanox::on_cnp(const CnpEvent &e)

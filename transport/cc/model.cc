@@ -2,14 +2,18 @@
 // times: senders pace at their controller's rate on their own links, one FIFO egress port
 // serves them at the line rate, the receiver's notification points send CNPs back over two hops
 // (control class: never queued behind data), ACKs likewise (one per data packet, for windows).
-// With SFC on, the switch's ingress sends BTS back over the sender's own link (model.h).
+// The schemes' switch stages (model_stage.h) see every data packet at the ingress; their
+// signals (BTS, CC-postcards) go back over the sender's own link.
 #include "transport/cc/model.h"
+#include "transport/cc/model_stage.h"
 
+#include "common/abi.h"
 #include "common/units.h"
 #include "transport/pacer.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <queue>
@@ -19,7 +23,7 @@ namespace qn::tp::cc {
 
 namespace {
 
-enum class Kind { Tx, Timer, Arrive, Depart, Receive, NpTimer, Cnp, Ack, Bts, Sample };
+enum class Kind { Tx, Timer, Arrive, Depart, Receive, NpTimer, Cnp, Ack, Bts, Postcard, Sample };
 
 struct Event {
 	uint64_t t;
@@ -27,7 +31,7 @@ struct Event {
 	Kind kind;
 	int who;          // sender index (or -1)
 	bool ce = false;  // Receive: the packet's mark; Ack: the echo
-	uint32_t payload = 0;
+	uint32_t payload = 0; // Bts: the pause (us); Postcard: its index in postcards_
 	uint64_t pseq = 0; // Receive: the packet's sequence number; Ack/Nak: the receiver's next expected
 	bool nak = false;
 	bool operator>(const Event &o) const { return t != o.t ? t > o.t : seq > o.seq; }
@@ -40,6 +44,7 @@ struct Packet {
 	bool ce;
 	uint64_t seq = 0;
 	bool ect = true;
+	bool pbt = false; // PB-FS's PBT bit (QN_TOS_PBT)
 };
 
 struct Sender {
@@ -58,7 +63,6 @@ struct Sender {
 	uint64_t paced_rate = 0;      // the rate the last packet's gap was computed at
 	uint32_t last_wire = 0;       // the last packet's bytes on the wire
 	uint64_t last_rate = 0;
-	uint64_t bloom_epoch = 0;     // SFC: epoch + 1 of this sender's last BTS (the Bloom cell)
 	uint64_t paused_until = 0;    // the controller's pause end, as last seen
 };
 
@@ -104,11 +108,23 @@ public:
 			x.tx_at = x.start_ns;
 		}
 		r_.describe = s_[0].parts.describe;
-		phase_ = c_.sfc_phase_ns;
-		if (c_.sfc && c_.sfc_tbf_ns && phase_ == UINT64_MAX)
-			phase_ = std::uniform_int_distribution<uint64_t>(0, c_.sfc_tbf_ns - 1)(rng_);
-		else if (phase_ == UINT64_MAX)
-			phase_ = 0;
+		stages_ = make_model_stages();
+		for (const auto &[k, v] : c_.stage_settings) {
+			bool taken = false;
+			for (auto &st : stages_) {
+				auto r = st->set(k, v);
+				if (!r.ok())
+					return r.error();
+				if (*r) {
+					taken = true;
+					break;
+				}
+			}
+			if (!taken)
+				return make_error("model: no stage has the setting '" + k + "'");
+		}
+		for (auto &st : stages_)
+			st->start(c_, rng_);
 		r_.done_ns.assign(size_t(c_.senders), 0);
 		r_.fct_ns.assign(size_t(c_.senders), 0);
 		r_.windows.resize(size_t((c_.duration_ns + c_.window_ns - 1) / c_.window_ns));
@@ -124,6 +140,10 @@ public:
 		}
 		for (auto &w : r_.windows)
 			w.goodput_bps *= 8e9 / double(c_.window_ns);
+		for (const auto &st : stages_) {
+			st->counters(r_.stage_counters);
+			r_.stage_reports.push_back(st->report());
+		}
 		return std::move(r_);
 	}
 
@@ -219,26 +239,30 @@ private:
 		}
 	}
 
-	// SFC's congestion point for a data packet of sender `who` arriving at `now` that finds
-	// qbytes_ queued ahead of it (bpf/include/sfc.h): over Q_Th and not yet signalled in this
-	// T_BF epoch, a BTS with the pause the depth asks for, back over the sender's link.
-	void sfc_ingress(int who, uint64_t now)
+	// A data packet at the port's ingress, with qbytes_ queued ahead of it: every stage in
+	// order; their signals go back over the sender's link (serialization + one hop). Return:
+	// true when a stage dropped it.
+	bool ingress(const Packet &p, uint64_t now)
 	{
-		if (!c_.sfc || qbytes_ <= c_.sfc_qth_bytes)
-			return;
-		r_.sfc_congested++;
-		Sender &x = s_[size_t(who)];
-		const uint64_t epoch = c_.sfc_tbf_ns ? (now + phase_) / c_.sfc_tbf_ns + 1 : 0;
-		if (epoch && x.bloom_epoch == epoch) {
-			r_.bts_suppressed++;
-			return;
+		const ModelArrival a{p.who, p.seq, p.frame, p.ect, p.pbt, now, qbytes_};
+		bool drop = false;
+		for (auto &st : stages_) {
+			signals_.clear();
+			drop = st->ingress(a, signals_);
+			for (const ModelSignal &sg : signals_) {
+				const uint64_t at = now + serialization_ns(sg.frame_bytes + c_.wire_overhead, c_.line_rate_bps) +
+						    c_.hop_delay_ns;
+				if (sg.kind == ModelSignal::Kind::Bts)
+					push(at, Kind::Bts, sg.who, false, sg.bts_us);
+				else {
+					postcards_.push_back(sg.postcard);
+					push(at, Kind::Postcard, sg.who, false, uint32_t(postcards_.size() - 1));
+				}
+			}
+			if (drop)
+				break;
 		}
-		x.bloom_epoch = epoch;
-		const uint64_t over = qbytes_ > c_.sfc_qtg_bytes ? qbytes_ - c_.sfc_qtg_bytes : 0;
-		const uint64_t us = std::min<uint64_t>(65535, (over * 8'000'000 + c_.line_rate_bps - 1) / c_.line_rate_bps);
-		r_.bts++;
-		push(now + serialization_ns(c_.bts_frame_bytes + c_.wire_overhead, c_.line_rate_bps) + c_.hop_delay_ns,
-		     Kind::Bts, who, false, uint32_t(us));
+		return drop;
 	}
 
 	void send(int i, uint64_t now)
@@ -279,7 +303,7 @@ private:
 		x.paced_rate = rate;
 		x.last_wire = frame + c_.wire_overhead;
 		r_.data_packets++;
-		pending_.push_back(Packet{i, frame, payload, false, seq, m.ecn != 0});
+		pending_.push_back(Packet{i, frame, payload, false, seq, m.ecn != 0, (m.tos_bits & QN_TOS_PBT) != 0});
 		push(start + ser + c_.hop_delay_ns, Kind::Arrive, i);
 		trace(i, now);
 		arm_timer(i);
@@ -409,11 +433,10 @@ private:
 				break; // cannot happen: every Arrive event has its packet on the link
 			Packet p = *it;
 			pending_.erase(it);
-			if (c_.ldcp && !p.ect && qbytes_ >= (c_.ldcp_k_bytes ? c_.ldcp_k_bytes : c_.kmin_bytes)) {
-				r_.ldcp_drops++; // LDCP: a Not-ECT packet at or above K (bpf/include/ldcp.h)
+			if (ingress(p, e.t)) {
+				r_.stage_drops++;
 				break;
 			}
-			sfc_ingress(e.who, e.t);
 			if (!c_.mark_at_dequeue && p.ect && red(qbytes_)) {
 				p.ce = true;
 				r_.marked++;
@@ -455,6 +478,7 @@ private:
 			break;
 		case Kind::Bts: {
 			Sender &x = s_[size_t(e.who)];
+			r_.bts_rx++;
 			ctl(e.who).on_bts(BtsEvent{e.t, e.payload, false, 0, 0, 0});
 			const uint64_t until = ctl(e.who).output().pause_until_ns;
 			// paused time as the engine counts it: to the planned end, a replaced pause gives
@@ -465,6 +489,17 @@ private:
 				r_.paused_ns += until - e.t;
 			x.paused_until = until;
 			retime(e.who, e.t);
+			break;
+		}
+		case Kind::Postcard: {
+			PostcardEvent pc = postcards_[e.payload];
+			pc.now_ns = e.t;
+			r_.postcards_rx++;
+			ctl(e.who).on_postcard(pc);
+			trace(e.who, e.t);
+			arm_timer(e.who);
+			repace(e.who, e.t);
+			schedule_tx(e.who, e.t);
 			break;
 		}
 		case Kind::Ack:
@@ -485,7 +520,9 @@ private:
 	std::deque<Packet> pending_;   // on the host links
 	std::deque<Packet> fifo_;      // the egress queue (not the packet in service)
 	uint64_t qbytes_ = 0;
-	uint64_t phase_ = 0;           // SFC epochs' phase (ModelConfig::sfc_phase_ns)
+	std::vector<std::unique_ptr<ModelStage>> stages_; // the schemes' switch stages, in order
+	std::vector<ModelSignal> signals_;                // a packet's signals (reused)
+	std::vector<PostcardEvent> postcards_; // built, by index (Event::payload)
 	bool busy_ = false;
 	Packet in_service_{};
 	ModelResult r_;
@@ -498,57 +535,46 @@ Result<ModelResult> run_model(const ModelConfig &c) { return Model(c).run(); }
 Result<bool> model_switch_set(ModelConfig &c, const std::string &key, const std::string &value)
 {
 	auto bad = [&](const char *what) { return make_error("switch setting " + key + "=" + value + ": " + what); };
-	auto onoff = [&](bool &dst) -> Status {
-		if (value != "on" && value != "off")
-			return bad("expected on or off");
-		dst = value == "on";
-		return ok_status();
-	};
-	auto bytes = [&](uint64_t &dst) -> Status {
-		auto b = parse_size_bytes(value);
-		if (!b)
-			return bad("expected a size in bytes");
-		dst = *b;
-		return ok_status();
-	};
 	if (key == "ecn")
-		QN_TRY(onoff(c.ecn));
-	else if (key == "sfc")
-		QN_TRY(onoff(c.sfc));
-	else if (key == "ldcp")
-		QN_TRY(onoff(c.ldcp));
-	else if (key == "ldcp_k") {
-		if (value == "kmin")
-			c.ldcp_k_bytes = 0;
-		else
-			QN_TRY(bytes(c.ldcp_k_bytes));
-	}
-	else if (key == "ecn_at") {
+		return model_assign(c.ecn, model_parse_onoff(key, value));
+	if (key == "ecn_at") {
 		if (value != "enqueue" && value != "dequeue")
 			return bad("expected enqueue or dequeue");
 		c.mark_at_dequeue = value == "dequeue";
-	} else if (key == "kmin")
-		QN_TRY(bytes(c.kmin_bytes));
-	else if (key == "kmax")
-		QN_TRY(bytes(c.kmax_bytes));
-	else if (key == "sfc_qth")
-		QN_TRY(bytes(c.sfc_qth_bytes));
-	else if (key == "sfc_qtg")
-		QN_TRY(bytes(c.sfc_qtg_bytes));
-	else if (key == "pmax") {
+		return true;
+	}
+	if (key == "kmin")
+		return model_assign(c.kmin_bytes, model_parse_bytes(key, value));
+	if (key == "kmax")
+		return model_assign(c.kmax_bytes, model_parse_bytes(key, value));
+	if (key == "pmax") {
 		char *end = nullptr;
 		const double p = std::strtod(value.c_str(), &end);
 		if (value.empty() || *end || !(p >= 0 && p <= 1))
 			return bad("expected a probability in [0, 1]");
 		c.pmax = p;
-	} else if (key == "sfc_tbf") {
-		auto t = parse_time_ns(value);
-		if (!t)
-			return bad("expected a time");
-		c.sfc_tbf_ns = *t;
-	} else
-		return false;
-	return true;
+		return true;
+	}
+	// a stage's key: checked on a fresh stage, kept for run_model
+	for (auto &st : make_model_stages()) {
+		auto r = st->set(key, value);
+		if (!r.ok())
+			return r.error();
+		if (*r) {
+			c.stage_settings.emplace_back(key, value);
+			return true;
+		}
+	}
+	return false;
+}
+
+std::string model_switch_keys()
+{
+	std::string s = "ecn, ecn_at, kmin, kmax, pmax";
+	for (const auto &st : make_model_stages())
+		for (const auto &k : st->keys())
+			s += ", " + k;
+	return s;
 }
 
 uint64_t model_base_rtt_ns(const ModelConfig &c)

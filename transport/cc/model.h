@@ -3,8 +3,8 @@
 //
 // N senders on their own links of the line rate share one switch egress port of the same rate
 // toward one receiver. Everything the emulator adds is absent: no CPU, no timer lateness, no
-// batching, no PFC (the buffer is unbounded; the peak is reported). The one loss is LDCP's rule
-// (ldcp=on): a Not-ECT packet finding K bytes queued is dropped; the receiver then NAKs the
+// batching, no PFC (the buffer is unbounded; the peak is reported). The one loss is a stage's
+// drop (model_stage.h; LDCP's rule, ldcp=on: a Not-ECT packet finding K bytes queued); the receiver then NAKs the
 // hole once and the sender goes back N (no timeouts: a loss is always followed by an ECT packet
 // that reveals it, the last fast-start packet). The congestion control is
 // the project's own library (cc::make(): the same controllers and notification points the engine
@@ -17,7 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "transport/cc/cc.h"
@@ -42,24 +44,10 @@ struct ModelConfig {
 	uint64_t kmax_bytes = 200'000;
 	double pmax = 0.01;
 	bool mark_at_dequeue = false;
-	// LDCP's switch rule (bpf/include/ldcp.h): Not-ECT data finding at least K bytes queued
-	// ahead is dropped (K 0: kmin).
-	bool ldcp = false;
-	uint64_t ldcp_k_bytes = 0;
-	// SFC's congestion point at the switch's ingress (bpf/include/sfc.h, docs/sfc.md): a data
-	// packet that finds more than sfc_qth bytes queued ahead of it sends its sender a BTS of
-	// ceil((depth - sfc_qtg) / line rate) us, once per sender and T_BF epoch (epoch = t / T_BF;
-	// sfc_tbf 0: every packet); the BTS crosses the sender's link (serialization + one hop).
-	bool sfc = false;
-	uint64_t sfc_qth_bytes = 250'000;
-	uint64_t sfc_qtg_bytes = 125'000;
-	uint64_t sfc_tbf_ns = 5'000;
-	// Where the T_BF epochs start relative to t = 0: epoch = (t + phase) / T_BF. The switch's
-	// epochs follow its clock, unrelated to when a run starts, and whether a sender's packets
-	// still in flight when it pauses fall into a new epoch (a second BTS, from a deeper queue,
-	// extends the pause) depends on it. UINT64_MAX: uniform in [0, T_BF) from the seed.
-	uint64_t sfc_phase_ns = UINT64_MAX;
-	uint32_t bts_frame_bytes = 90;       // Ethernet 14 + the BTS's 76-byte IP packet (sfc.md §5)
+	// The scheme stages' settings (model_stage.h: LDCP's drop, SFC's congestion point, PB-FS's
+	// history and postcards, ...), key and value in the order given; model_switch_set checks
+	// them, run_model applies them to fresh stages.
+	std::vector<std::pair<std::string, std::string>> stage_settings;
 	// The scheme, as for the engine.
 	Setup setup;
 	uint64_t seed = 1;
@@ -86,9 +74,11 @@ struct ModelResult {
 	std::vector<ModelRatePoint> trace;
 	uint64_t peak_queue_bytes = 0;
 	uint64_t marked = 0, data_packets = 0, cnps = 0;
-	uint64_t ldcp_drops = 0, not_ect = 0, retransmitted = 0, naks = 0; // LDCP's drops; go-back-N
-	uint64_t sfc_congested = 0, bts = 0, bts_suppressed = 0; // as the switch's counters
+	uint64_t stage_drops = 0, not_ect = 0, retransmitted = 0, naks = 0; // dropped by a stage; go-back-N
 	uint64_t paused_ns = 0;               // sum over senders of the time they were paused
+	uint64_t bts_rx = 0, postcards_rx = 0; // signals the senders received
+	std::map<std::string, uint64_t> stage_counters; // every stage's, by the switch's names
+	std::vector<std::string> stage_reports;          // one line per stage ("sfc: off")
 	uint64_t payload_rx_bytes = 0;
 	uint64_t first_ce_rx_ns = 0;          // the first CE-marked packet at the receiver (0 = none)
 	std::vector<uint64_t> done_ns;        // per sender: when its last payload byte arrived (0 = not done)
@@ -97,9 +87,13 @@ struct ModelResult {
 };
 
 // Apply one switch setting by its `quench switch keys` name, for the keys the model implements:
-// ecn (on/off), ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf, ldcp, ldcp_k. Return: false for a key
-// the model does not have (the caller decides whether that matters); an error for a bad value.
+// ecn (on/off), ecn_at, kmin, kmax, pmax and every stage's keys (model_switch_keys). Return: false
+// for a key the model does not have (the caller decides whether that matters); an error for a
+// bad value.
 Result<bool> model_switch_set(ModelConfig &c, const std::string &key, const std::string &value);
+
+// Every key model_switch_set takes, comma-separated, for help and errors.
+std::string model_switch_keys();
 
 // Run the model. Errors: a bad setup (unknown scheme, bad parameter) or impossible sizes.
 Result<ModelResult> run_model(const ModelConfig &c);

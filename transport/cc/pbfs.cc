@@ -60,8 +60,10 @@ Result<Derived> pbfs_derive(const Fabric &f)
 {
 	Derived d;
 	auto r = pbfs_rules(f);
-	if (!r)
-		return r.error();
+	if (!r) {
+		d.refused = r.error().to_string(); // a fabric PB-FS cannot work on (N < 2)
+		return d;
+	}
 	d.switch_settings = {{"pbfs", "on"},
 			     {"pbfs_n", std::to_string(r->n)},
 			     {"pbfs_slot", std::to_string(r->slot_ns) + "ns"},

@@ -272,6 +272,16 @@ Status write_scheme_files(const std::string &out, const SchemeResult &s)
 	return ok_status();
 }
 
+// A counter column's value: the counter, or for "A/B" counter A over counter B ("-" when B is 0).
+static std::string column_value(const SchemeResult &s, const std::string &counter)
+{
+	const auto slash = counter.find('/');
+	if (slash == std::string::npos)
+		return std::to_string(s.counter(counter));
+	const uint64_t b = s.counter(counter.substr(slash + 1));
+	return b ? f2(double(s.counter(counter.substr(0, slash))) / double(b), "%.2f") : "-";
+}
+
 std::string summary_table(const ExperimentRun &c, const std::vector<SchemeResult> &rs)
 {
 	std::ostringstream tb;
@@ -291,9 +301,11 @@ std::string summary_table(const ExperimentRun &c, const std::vector<SchemeResult
 		   << " | " << human_ns(percentile(s.fct, 0.99)) << " | " << human_bytes(double(s.queue_peak())) << " | "
 		   << human_bytes(double(s.queue_p99())) << " ";
 		for (const auto &h : cols)
-			tb << "| " << s.counter(h.counter) << " ";
+			tb << "| " << column_value(s, h.counter) << " ";
 		tb << "|\n";
 	}
+	for (const auto &[scheme, why] : c.skipped)
+		tb << "\nskipped " << scheme << ": " << why << "\n";
 	return tb.str();
 }
 
@@ -445,6 +457,9 @@ std::string summary_json(const ExperimentRun &c, const std::vector<SchemeResult>
 	for (const auto &s : rs)
 		all_valid = all_valid && s.valid;
 	doc["valid"] = all_valid;
+	doc["skipped"] = json::array();
+	for (const auto &[scheme, why] : c.skipped)
+		doc["skipped"].push_back(json{{"scheme", scheme}, {"reason", why}});
 	doc["calibration"] = json{{"dilation", k.d},
 				  {"dilation_auto", k.d_auto},
 				  {"dilation_cpu", k.rule.d_cpu},

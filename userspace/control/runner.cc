@@ -507,6 +507,10 @@ Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, siz
 	auto dv = cc::derive(scheme, fab, scale);
 	if (!dv)
 		return dv.error();
+	if (!dv->refused.empty()) {
+		s.skipped = dv->refused;
+		return s;
+	}
 	if (!scale && sc.params == "derived" && paper_fabric)
 		dv->notes.insert(dv->notes.begin(), scheme + ": preset " + c.preset.name + " is the paper's fabric");
 	s.derived_notes = dv->notes;
@@ -592,6 +596,14 @@ Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, siz
 	s.counters = switch_counter_delta(*before, *after);
 	for (const auto &m : {host_counter_sum(hc), report_counters(s.rep)})
 		s.counters.insert(m.begin(), m.end());
+	// signal loop delays (send of the PSN a signal names -> the sender's reaction), fabric ns
+	for (size_t sg = 0; sg < size_t(tp::Signal::Count); sg++)
+		if (const auto &hg = en.loop_delay(tp::Signal(sg)); hg.count()) {
+			const std::string p = "loop." + tp::to_string(tp::Signal(sg));
+			s.counters[p + ".n"] = hg.count();
+			s.counters[p + ".p50_ns"] = hg.quantile(0.5);
+			s.counters[p + ".p99_ns"] = hg.quantile(0.99);
+		}
 	e->reset();
 	return s;
 }
@@ -607,6 +619,8 @@ Result<SchemeResult> run_scheme_attempts(ExperimentRun &c, const std::string &sc
 		r = run_scheme(c, scheme, idx);
 		if (!r)
 			return r.error();
+		if (!r->skipped.empty())
+			return r;
 		r->attempt = at;
 		r->earlier = earlier;
 		r->d = c.d_now;

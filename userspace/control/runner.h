@@ -94,6 +94,7 @@ struct SchemeResult {
 	int attempt = 1;                   // which attempt this is (the first VALID one, or the last)
 	double d = 0;                      // the dilation it ran at
 	std::vector<std::string> earlier;  // why earlier attempts were INVALID
+	std::string skipped;               // non-empty: the scheme refused the fabric, why (not run)
 	uint64_t counter(const std::string &name) const
 	{
 		auto it = counters.find(name);
@@ -128,6 +129,9 @@ struct ExperimentRun {
 	std::vector<tp::FlowSpec> flows;
 	uint64_t hash = 0;
 	bool interrupted = false;          // a signal stopped the run (summary and metadata say so)
+	// Schemes that refused the fabric (cc::Derived::refused), with the reason: not run, and
+	// listed under the summary table.
+	std::vector<std::pair<std::string, std::string>> skipped;
 	uint64_t queue_interval_ns() const;
 };
 

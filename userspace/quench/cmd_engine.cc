@@ -258,6 +258,9 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	std::snprintf(h, sizeof(h), "%016llx", static_cast<unsigned long long>(flow_list_hash(flows)));
 	j["flow_hash"] = h;
 	j["dilation"] = double(e.clock().d_milli()) / 1000.0;
+	// the CLOCK_MONOTONIC instant of the run's fabric time 0 (trace and queue times count from
+	// it): relates them to the switches' timestamps (bpf_ktime_get_ns, wall = fabric x D)
+	j["t0_wall_ns"] = e.clock().to_wall(rep.t0_ns);
 	j["cc"] = rep.cc_describe;
 	j["interrupted"] = rep.interrupted;
 	j["valid"] = rep.health.valid;
@@ -421,6 +424,8 @@ int cmd_gen(int argc, char **argv, int first)
 		auto d = cc::derive_stages(g.qp.cc.scheme, *fab);
 		if (!d)
 			return die("gen: " + d.error().to_string());
+		if (!d->refused.empty())
+			return die("gen: " + d->refused);
 		for (const auto &n : d->notes)
 			std::fprintf(g_txt, "derived %s\n", n.c_str());
 		if (auto st = set_running_switches(g.topo, d->switch_settings); !st)

@@ -67,10 +67,10 @@ int cmd_model(int argc, char **argv, int first)
 	app.add_flag("--enqueue", at_enqueue, "mark at enqueue")->excludes(deq);
 	bool no_np = false;
 	app.add_flag("--no-np", no_np, "no notification point (negative control)");
-	cli::time(app, "--sfc-phase", c.sfc_phase_ns, "SFC: where the T_BF epochs start (default: random from the seed)");
 	std::map<std::string, std::string> sw_set;
 	cli::key_values(app, "--switch-set", sw_set,
-			"one switch setting the model has, KEY=VALUE (ecn, ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf, ldcp, ldcp_k; repeatable)");
+			"one switch setting the model has, KEY=VALUE (" + cc::model_switch_keys() +
+				"; a stage's <name>_phase places its epochs or slots, default random from the seed; repeatable)");
 	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
 		return rc;
 	if (no_np)
@@ -96,6 +96,8 @@ int cmd_model(int argc, char **argv, int first)
 		auto d = derived ? cc::derive(c.setup.scheme, fab, true) : cc::derive_stages(c.setup.scheme, fab);
 		if (!d)
 			return die(d.error().to_string());
+		if (!d->refused.empty())
+			return die(d->refused);
 		for (const auto &[k, v] : d->overrides)
 			if (!c.setup.overrides.count(k))
 				c.setup.overrides[k] = v;
@@ -113,14 +115,15 @@ int cmd_model(int argc, char **argv, int first)
 		if (!st)
 			return die("--switch-set: " + st.error().to_string());
 		if (!*st)
-			return die("--switch-set: the model has no switch setting '" + k + "' (it has ecn, ecn_at, kmin, kmax, pmax, sfc, sfc_qth, sfc_qtg, sfc_tbf, ldcp, ldcp_k)");
+			return die("--switch-set: the model has no switch setting '" + k + "' (it has " + cc::model_switch_keys() + ")");
 	}
 	{
-		// The switch marks only ECT packets: the scheme's descriptor says whether it sends them.
+		// The switch marks only ECT packets: the scheme's descriptor says whether it sends them
+		// (and --switch-set ecn=off keeps marking off).
 		auto sch = cc::scheme(c.setup.scheme);
 		if (!sch)
 			return die("model: --cc: " + sch.error().to_string());
-		c.ecn = sch->ecn;
+		c.ecn = c.ecn && sch->ecn;
 	}
 	auto r = cc::run_model(c);
 	if (!r)
@@ -180,16 +183,13 @@ int cmd_model(int argc, char **argv, int first)
 	}
 	std::printf("signals: %lu of %lu data packets marked, %lu CNPs\n", static_cast<unsigned long>(r->marked),
 		    static_cast<unsigned long>(r->data_packets), static_cast<unsigned long>(r->cnps));
-	if (c.sfc)
-		std::printf("sfc: Q_Th %s, Q_Tg %s, T_BF %s; %lu packets over Q_Th, %lu BTS, %lu suppressed; senders paused %s in all\n",
-			    format_size(c.sfc_qth_bytes).c_str(), format_size(c.sfc_qtg_bytes).c_str(),
-			    format_time(c.sfc_tbf_ns).c_str(), static_cast<unsigned long>(r->sfc_congested),
-			    static_cast<unsigned long>(r->bts), static_cast<unsigned long>(r->bts_suppressed),
-			    format_time(r->paused_ns).c_str());
-	else
-		std::printf("sfc: off\n");
-	std::printf("losses: %lu Not-ECT packets sent, %lu dropped at K (ldcp %s), %lu NAKs, %lu retransmitted\n",
-		    static_cast<unsigned long>(r->not_ect), static_cast<unsigned long>(r->ldcp_drops), c.ldcp ? "on" : "off",
+	for (const auto &line : r->stage_reports)
+		std::printf("%s\n", line.c_str());
+	std::printf("signals at the senders: %lu BTS, %lu CC-postcards; senders paused %s in all\n",
+		    static_cast<unsigned long>(r->bts_rx), static_cast<unsigned long>(r->postcards_rx),
+		    format_time(r->paused_ns).c_str());
+	std::printf("losses: %lu Not-ECT packets sent, %lu dropped by a switch stage, %lu NAKs, %lu retransmitted\n",
+		    static_cast<unsigned long>(r->not_ect), static_cast<unsigned long>(r->stage_drops),
 		    static_cast<unsigned long>(r->naks), static_cast<unsigned long>(r->retransmitted));
 	auto write = [&](const std::string &path, auto &&body) -> bool {
 		std::ofstream f(path);

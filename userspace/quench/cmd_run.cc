@@ -224,6 +224,12 @@ int cmd_run(int argc, char **argv, int first)
 				break;
 			return fail(r.error().to_string());
 		}
+		if (!r->skipped.empty()) { // the scheme refuses this fabric: skipped with its reason
+			std::fprintf(txt, "%s skipped: %s\n", r->scheme.c_str(), r->skipped.c_str());
+			meta += "skipped " + r->scheme + ": " + r->skipped + "\n";
+			c.skipped.emplace_back(r->scheme, r->skipped);
+			continue;
+		}
 		if (auto st = write_scheme_files(a.out, *r); !st.ok())
 			return fail(st.error().to_string());
 		meta += scheme_metadata(*r);

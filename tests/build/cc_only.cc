@@ -11,12 +11,25 @@ using namespace qn::tp::cc;
 
 int main()
 {
+	// What an engine or the agent fills in: a 10G fabric whose longest base RTT (40 us) gives
+	// PB-FS's history two slots (N = 2); on the 8 us one it refuses, which derive() reports as
+	// a refusal with its reason, not as an error.
+	const Fabric fabric{10'000'000'000ULL, 8'000, 2048, 8'000, 40'000};
+	Fabric short_rtt = fabric;
+	short_rtt.max_base_rtt_ns = 8'000;
 	for (const auto &n : schemes()) {
+		auto d = derive(n, short_rtt, false);
+		if (!d) {
+			std::fprintf(stderr, "%s: derive: %s\n", n.c_str(), d.error().to_string().c_str());
+			return 1;
+		}
+		if (!d->refused.empty())
+			std::printf("%s refuses an 8 us fabric: %s\n", n.c_str(), d->refused.c_str());
 		Setup s;
 		s.scheme = n;
-		s.line_rate_bps = 10'000'000'000ULL;
+		s.line_rate_bps = fabric.line_rate_bps;
 		s.bdp_bytes = 10'000;
-		s.fabric = Fabric{s.line_rate_bps, 8'000, 2048, 8'000, 8'000}; // what an engine or the agent fills in
+		s.fabric = fabric;
 		auto p = make(s);
 		if (!p) {
 			std::fprintf(stderr, "%s: %s\n", n.c_str(), p.error().to_string().c_str());

@@ -7,7 +7,8 @@
 # >= 90% of the bottleneck and within 5% of the reference model (quench model). PFC only: the
 # switch drops nothing, PAUSE frames are seen and nothing is retransmitted. The same incast (paper parameters) at D and 2D
 # gives the same fabric-time FCTs, queue p99 and convergence time within 10% (medians of three
-# VALID runs). Two flows on the dumbbell converge to a fair share (Jain >= 0.95, time reported).
+# VALID runs). Two flows on the dumbbell converge to a fair share (Jain >= 0.95, the median of
+# three VALID runs; convergence time reported).
 # Only VALID runs are results: an INVALID incast attempt is retried at 1.5 x D, up to three
 # times (how often is printed); when a check has no VALID run and `quench jitter` shows this
 # machine itself (every CPU busy) stopping a spinning loop past the stall threshold every other
@@ -231,19 +232,51 @@ echo "dequeue marks on the dumbbell: the switches decided $ce_dq, h3 saw $ce_rx 
 # The fairness run: the paper's parameters and switch settings (RED 5 KB / 200 KB at enqueue).
 for sw in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$sw" ecn_at=enqueue kmin=5000 kmax=200000 >/dev/null; done
 "$QUENCH" switch set "$TOPO_NAME/s1" pfc=on >/dev/null
-out=$(gen --pattern long --senders h1,h2 --dst h3 --size 25MB --interval 5ms --cc dcqcn \
-	--trace 2 --trace-out "$WORK/fair.csv") || fail "fairness run: $out"
-first_done=$(jq .first_completion_ns <<<"$out")
-# convergence: the first 1 ms window that starts three in a row with Jain >= 0.95; then the
-# mean of the per-window Jain index up to the first completion (quench analyze trace)
-fair=$("$QUENCH" analyze trace "$WORK/fair.csv" --from 5ms --to "${first_done}ns" --window 1ms --jain 0.95 --run 3)
-echo "Jain per 1 ms window from the second flow's start: $(jq -r '[.windows[].jain * 1000 | round / 1000] | join(" ")' <<<"$fair")"
-conv=$(jq .jain_convergence_ns <<<"$fair")
-[ "$conv" != null ] || fail "the two flows never converged"
-jain=$(jq '.jain_mean_after * 10000 | round / 10000' <<<"$fair")
-echo "fairness: Jain $jain over 1 ms windows from $(((conv - 5000000) / 1000)) us after the second flow started (convergence time, fabric) to ${first_done} ns; $(verdict "$out")"
-holds "$jain >= 0.95" || fail "Jain index $jain < 0.95"
+# The median of three VALID runs (up to six attempts): the per-window Jain mean of one run has a
+# tail, a 4-6 ms dip to 0.77-0.86 after convergence taking a run's mean to 0.94 (seen once in CI;
+# six runs here gave 0.976-0.992), which a median of three takes out. Convergence is the first 1 ms
+# window that starts three in a row with Jain >= 0.95; the mean of the per-window Jain index runs
+# from there to the first completion (quench analyze trace).
+# An INVALID attempt is retried at 1.5 x the D of the one before (the dumbbell brought up again
+# at that D with the same settings; at D=100 about one attempt in three kept a link backlogged
+# only 97-98.5% of its time).
+jains="" convs="" fair_valid=0 fd=100 raise=""
+for attempt in 1 2 3 4 5 6; do
+	if [ "$attempt" -gt 1 ] && [ -n "$raise" ]; then
+		fd=$(((fd * 3 / 2 + 9) / 10 * 10))
+		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+		"$QUENCH" topo up "$dumb" --dilation "$fd" >/dev/null
+		for sw in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$sw" pfc=on ecn_at=enqueue kmin=5000 kmax=200000 >/dev/null; done
+	fi
+	raise=""
+	out=$(gen --pattern long --senders h1,h2 --dst h3 --size 25MB --interval 5ms --cc dcqcn \
+		--trace 2 --trace-out "$WORK/fair.csv") || fail "fairness run: $out"
+	if ! jq -e .valid <<<"$out" >/dev/null; then
+		echo "fairness attempt $attempt at D=$fd: $(verdict "$out")"
+		raise=1
+		continue
+	fi
+	first_done=$(jq .first_completion_ns <<<"$out")
+	fair=$("$QUENCH" analyze trace "$WORK/fair.csv" --from 5ms --to "${first_done}ns" --window 1ms --jain 0.95 --run 3)
+	echo "fairness attempt $attempt, Jain per 1 ms window from the second flow's start: $(jq -r '[.windows[].jain * 1000 | round / 1000] | join(" ")' <<<"$fair")"
+	conv=$(jq .jain_convergence_ns <<<"$fair")
+	[ "$conv" != null ] || fail "the two flows never converged (attempt $attempt)"
+	jain=$(jq '.jain_mean_after * 10000 | round / 10000' <<<"$fair")
+	echo "fairness attempt $attempt at D=$fd: Jain $jain from $(((conv - 5000000) / 1000)) us after the second flow started to ${first_done} ns; VALID"
+	jains="$jains $jain" convs="$convs $((conv - 5000000))"
+	fair_valid=$((fair_valid + 1))
+	[ "$fair_valid" -lt 3 ] || break
+done
+if [ "$fair_valid" -lt 3 ]; then
+	machine_stalls "$out" || fail "fairness: $fair_valid VALID runs of 6 on a quiet machine ($STALLS)"
+	unchecked="${unchecked}${unchecked:+; }fairness not checked (inconclusive): $fair_valid VALID runs of 6; $STALLS"
+else
+	jain=$(printf '%s\n' $jains | median)
+	conv=$(printf '%s\n' $convs | median)
+	echo "fairness: Jain $jain (median of$jains) over 1 ms windows from convergence, $((conv / 1000)) us after the second flow started (median, fabric), to the first completion"
+	holds "$jain >= 0.95" || fail "Jain index $jain (median of$jains) < 0.95"
+fi
 unchecked="${unchecked}${unchecked:+${dil_unchecked:+; }}${dil_unchecked}"
 unchecked="${unchecked}${unchecked:+${dq_unchecked:+; }}${dq_unchecked}"
 [ -z "$unchecked" ] || skip "every other check passed; $unchecked"
-pass "NP-off control, dequeue marks delivered, incast queues below no-CC and goodput $mean Gbit/s after 5 ms (model $mmean), PFC lossless, D vs 2D within 10%, fair share (Jain $jain, converged $(((conv - 5000000) / 1000)) us after the second flow started)"
+pass "NP-off control, dequeue marks delivered, incast queues below no-CC and goodput $mean Gbit/s after 5 ms (model $mmean), PFC lossless, D vs 2D within 10%, fair share (Jain $jain, converged $((conv / 1000)) us after the second flow started)"

@@ -726,4 +726,64 @@ struct qn_postcard {
 #define QN_POSTCARD_VERSION 1
 #define QN_POSTCARD_IP_LEN (QN_IPV4_HLEN + QN_UDP_HLEN + 56)
 
+/*
+ * Soft-RoCE hosts (docs/agent.md): qn_rxe.bpf.c on an rxe host's veth and the agent. A QP is
+ * named by its peer's IPv4 address and the BTH DestQP of its packets: at egress the remote QPN,
+ * at ingress the local one.
+ */
+struct qn_rxe_qp_key {
+	__u32 peer_ip_be;
+	__u32 qpn;
+};
+
+/* qn_rxe_qps: what the egress program learned of a QP from its packets. */
+struct qn_rxe_qp {
+	__u64 pkts;
+	__u64 bytes;        /* frame bytes (skb->len) */
+	__u64 first_ns;     /* CLOCK_MONOTONIC */
+	__u64 last_ns;
+	__u32 local_ip_be;
+	__u16 sport;        /* host order: rxe's UDP source port, 0xC000 + a hash of the local QPN */
+	__u16 pad;
+};
+
+/* qn_rxe_cfg (one entry): the host link's rate (the EDT pacer of all RoCE frames, agent or
+ * not) and whether the agent runs (ECT(0) on data, per-QP pacing, CNP and CE events). */
+struct qn_rxe_cfg {
+	__u64 link_bps;
+	__u32 agent;
+	__u32 pad;
+};
+
+/* qn_rxe_events (ring buffer): what the ingress program hands the agent. */
+enum qn_rxe_event_kind {
+	QN_RXE_EV_CNP = 1,  /* a CNP for local QP `qpn` from `peer` (taken from rxe) */
+	QN_RXE_EV_CE = 2,   /* a CE-marked data packet for local QP `qpn` from `peer` */
+};
+struct qn_rxe_event {
+	__u64 t_ns;         /* CLOCK_MONOTONIC */
+	__u32 kind;
+	__u32 qpn;
+	__u32 peer_ip_be;
+	__u32 psn;
+	__u32 len;          /* frame bytes */
+	__u16 sport;        /* host order */
+	__u8 opcode;
+	__u8 pad;
+};
+
+/* qn_rxe_stats: per-CPU array indexed by enum qn_rxe_counter. */
+enum qn_rxe_counter {
+	QN_RXE_TX_DATA = 0,     /* RoCE data frames leaving */
+	QN_RXE_TX_CTRL = 1,     /* RoCE ACK/NAK/CNP frames leaving */
+	QN_RXE_TX_ECT = 2,      /* data frames this program set ECT(0) on */
+	QN_RXE_TX_PACED = 3,    /* frames given a departure time in the future */
+	QN_RXE_RX_DATA = 4,     /* RoCE data frames arriving */
+	QN_RXE_RX_CE = 5,       /* ... of them CE-marked */
+	QN_RXE_RX_CNP = 6,      /* CNPs arriving */
+	QN_RXE_EV_LOST = 7,     /* events the ring buffer had no room for */
+	QN_RXE_RX_DQMARK = 8,   /* CE applied here for an upstream dequeue decision (dqmark.h) */
+	QN_RXE_MAX = 9,
+};
+
 #endif /* QN_ABI_H */

@@ -41,6 +41,7 @@ good=(
 	"gen abc --queues all --queue-interval 5us --queue-out q.csv"
 	"gen abc --queues tor:tor-p1,tor:tor-p2"
 	"engine abc --timeout 1s"
+	"agent abc --cc dcqcn --cc-set rai=1Mbps --paper --base-rtt 200us --duration 5s --trace-out r.csv --no-pace"
 	"run netns/experiments/incast-bg.exp --out /tmp/r --dilation 400 --schemes dcqcn,dcqcn+w --attempts 1 --link-credit 1 --name abc --quiet"
 	"run netns/experiments/incast-bg.exp --adapt-from 100"
 	"compare /tmp/a /tmp/b"
@@ -92,6 +93,8 @@ bad=(
 	"bench switch --rounds 0|--rounds"
 	"bench switch --only both|--only"
 	"bench switch --tos 300|--tos"
+	"agent|TOPO is required"
+	"agent abc --base-rtt fast|--base-rtt"
 	"frob|unknown command"
 )
 n=0

@@ -140,7 +140,10 @@ TEST_CASE("parse_topology__bad_files_name_file_line_field", "[topology]")
 		 "bad.topo:2: field 'buffer': switch parameter 'buffer': '10B' is outside [1KB, 1000GB]"},
 		{"bad default buffer", "name t\ndefaults buffer=0\n", "bad.topo:2: field 'buffer': switch parameter 'buffer': '0' is outside"},
 		{"unknown default", "name t\ndefaults colour=red\n", "bad.topo:2: field 'colour': unknown default (rate, mtu, delay, buffer)"},
-		{"unknown host attribute", "name t\nhost a buffer=1MB\n", "bad.topo:2: field 'buffer': unknown host attribute (ip, mac)"},
+		{"unknown host attribute", "name t\nhost a buffer=1MB\n", "bad.topo:2: field 'buffer': unknown host attribute (ip, mac, stack)"},
+		{"unknown stack", "name t\nhost a stack=tcp\n", "bad.topo:2: field 'stack'"},
+		{"rxe host with a delayed link", "name t\nswitch s\nhost a stack=rxe\nlink a s delay=1us\n",
+		 "bad.topo:4: field 'delay': host 'a' runs rdma_rxe (stack=rxe): its link has no delay line"},
 	};
 	for (const auto &c : cases) {
 		SECTION(c.label)
@@ -181,6 +184,20 @@ TEST_CASE("to_text__round_trips", "[topology]")
 	auto back = parse_topology(t->to_text(), "state");
 	REQUIRE(back.ok());
 	CHECK(back->describe().substr(back->describe().find('\n')) == t->describe().substr(t->describe().find('\n')));
+}
+
+TEST_CASE("rxe_hosts__parse_and_round_trip", "[topology]")
+{
+	// A Soft-RoCE host (docs/agent.md): stack=rxe survives the state file; engine hosts stay
+	// engine hosts.
+	auto t = parse_topology("name t\ndefaults delay=0\nswitch s\nhost a stack=rxe\nhost b\nlink a s\nlink b s\n", "x.topo");
+	REQUIRE(t.ok());
+	CHECK(t->nodes[size_t(t->find("a"))].stack == kStackRxe);
+	CHECK(t->nodes[size_t(t->find("b"))].stack == kStackEngine);
+	auto back = parse_topology(t->to_text(), "state");
+	REQUIRE(back.ok());
+	CHECK(back->nodes[size_t(back->find("a"))].stack == kStackRxe);
+	CHECK(back->nodes[size_t(back->find("b"))].stack == kStackEngine);
 }
 
 TEST_CASE("routes_for__ecmp_over_equal_paths", "[topology]")

@@ -27,7 +27,7 @@ run_test() {
 }
 
 G="$BUILD/gen"
-run_test verifier_gate "$BUILD/tests/qn_verifier_gate" "$G/qn_switch.bpf.o" "$G/qn_bare.bpf.o" "$G/qn_steer.bpf.o"
+run_test verifier_gate "$BUILD/tests/qn_verifier_gate" "$G/qn_switch.bpf.o" "$G/qn_bare.bpf.o" "$G/qn_steer.bpf.o" "$G/qn_rxe.bpf.o"
 run_test verifier_gate_rejects_broken "$BUILD/tests/qn_verifier_gate" --expect-fail "$G/qn_broken_fixture.bpf.o"
 run_test unit "$BUILD/tests/qn_unit_tests"
 run_test bpf_prog_test_run "$BUILD/tests/qn_bpf_tests"
@@ -45,4 +45,5 @@ record netns_ecn skip "needs_line-rate_floods_to_hold_two_queue_levels;_not_run_
 record netns_htb_rate skip "timing_assertions_(rates_within_2%)_are_not_run_under_emulation"
 record netns_control_class skip "timing_assertions_(delay_ratios)_are_not_run_under_emulation"
 run_test rxe_smoke bash "$ROOT/tests/vm/test_rxe_smoke.sh"
+run_test agent bash "$ROOT/tests/vm/test_agent.sh" "$BUILD/quench" "$BUILD/qn_traffic"
 ! grep -q ' fail' "$OUT/results.txt"

@@ -39,6 +39,7 @@ struct BasePart {
 	Loss default_loss;
 	bool lossy_ok, lossless_ok;
 	bool ecn;                               // its data packets are ECT
+	uint32_t signals;                       // Scheme::signals: what its reactions need
 	Result<BaseBuilt> (*make)(const Setup &s);
 	Derived (*derive)(const Fabric &f, bool scale);
 	std::string (*params)();                // its parameter table's usage ("" = none)
@@ -56,6 +57,7 @@ struct BasePart {
 struct StartPart {
 	const char *name;
 	const char *doc;
+	uint32_t signals;                       // Scheme::signals: what its reactions need
 	Result<std::unique_ptr<StartPolicy>> (*make)(const Setup &s);
 	Result<Derived> (*derive)(const Fabric &f) = nullptr; // its switch settings (nullptr: none)
 	SwitchOff off = {};
@@ -68,6 +70,7 @@ struct StartPart {
 struct FlowPart {
 	const char *name;
 	const char *doc;
+	uint32_t signals;                       // Scheme::signals: what its reactions need
 	std::unique_ptr<FlowControl> (*make)(const Setup &s);
 	Result<Derived> (*derive)(const Fabric &f) = nullptr; // its switch settings (nullptr: none)
 	SwitchOff off = {};
@@ -157,14 +160,14 @@ Status check_dcqcn(const std::string &key, const std::string &value)
 }
 
 const BasePart kBases[] = {
-	{"none", "no congestion control: every QP at line rate", Loss::Lossy, true, true, false, make_line_rate,
+	{"none", "no congestion control: every QP at line rate", Loss::Lossy, true, true, false, 0, make_line_rate,
 	 derive_line_rate, no_params, check_none},
 	{"dcqcn", "DCQCN (dcqcn.md): rate control from CNPs, the NP's CNP pacing", Loss::Lossless, true, true, true,
-	 make_dcqcn, derive_dcqcn, dcqcn_params_usage, check_dcqcn},
-	{"dcqcn+w", "DCQCN with a BDP window (dcqcn.md §3.5)", Loss::Lossless, true, true, true, make_dcqcn_w,
+	 kSigCnp, make_dcqcn, derive_dcqcn, dcqcn_params_usage, check_dcqcn},
+	{"dcqcn+w", "DCQCN with a BDP window (dcqcn.md §3.5)", Loss::Lossless, true, true, true, kSigCnp | kSigWindow, make_dcqcn_w,
 	 derive_dcqcn_w, dcqcn_params_usage, check_dcqcn},
 	{"ldcp", "LDCP (ldcp.md): per-ACK window, sub-packet windows, fast start with Not-ECT packets dropped first",
-	 Loss::Lossy, true, false, true, make_ldcp, ldcp_derive, ldcp_params_usage, check_ldcp, {{"ldcp", "on"}},
+	 Loss::Lossy, true, false, true, kSigAck | kSigWindow | kSigMessage, make_ldcp, ldcp_derive, ldcp_params_usage, check_ldcp, {{"ldcp", "on"}},
 	 {{"ldcp", "off"}}, true, {{"FS drops", "switch.drops.ldcp_not_ect"}}},
 };
 
@@ -193,9 +196,10 @@ Result<std::unique_ptr<StartPolicy>> make_pbfs(const Setup &s)
 }
 
 const StartPart kStarts[] = {
-	{"line-rate", "start at line rate (no slow start)",
+	{"line-rate", "start at line rate (no slow start)", 0,
 	 [](const Setup &) -> Result<std::unique_ptr<StartPolicy>> { return std::unique_ptr<StartPolicy>(std::make_unique<LineRateStart>()); }},
-	{"pbfs", "PB-FS (pbfs.md): line rate, corrected within the first RTT by switches' CC-postcards", make_pbfs,
+	{"pbfs", "PB-FS (pbfs.md): line rate, corrected within the first RTT by switches' CC-postcards",
+	 kSigMessage | kSigAck | kSigPostcard, make_pbfs,
 	 [](const Fabric &f) -> Result<Derived> { return pbfs_derive(f); }, {{"pbfs", "off"}},
 	 [] { return pbfs_table().usage("      "); }, [](const std::string &k) { return pbfs_table().has(k); },
 	 [](const std::string &k, const std::string &v) -> Status {
@@ -208,9 +212,9 @@ const StartPart kStarts[] = {
 };
 
 const FlowPart kFlows[] = {
-	{"no-pause", "no flow control of its own",
+	{"no-pause", "no flow control of its own", 0,
 	 [](const Setup &) -> std::unique_ptr<FlowControl> { return std::make_unique<NoFlowControl>(); }},
-	{"sfc", "SFC (sfc.md): switches send back-to-sender signals, the QP pauses as told",
+	{"sfc", "SFC (sfc.md): switches send back-to-sender signals, the QP pauses as told", kSigBts,
 	 [](const Setup &) -> std::unique_ptr<FlowControl> { return std::make_unique<SfcPause>(); },
 	 [](const Fabric &f) -> Result<Derived> { return sfc_derive(f); }, {{"sfc", "off"}}},
 };
@@ -310,6 +314,11 @@ Result<Scheme> parse_scheme(const std::string &name, const std::string &text)
 	if (s.loss == Loss::Lossless && !b->lossless_ok)
 		return bad(std::string(b->name) + " runs only lossy");
 	s.ecn = b->ecn;
+	s.signals = b->signals;
+	if (const StartPart *sp = find_start(s.start))
+		s.signals |= sp->signals;
+	if (const FlowPart *fp = find_flow(s.flow))
+		s.signals |= fp->signals;
 	s.ack_on_ce = b->ack_on_ce;
 	s.rto_low_ns = s.lossless() ? kLosslessRtoNs : kLossyRtoLowNs;
 	s.rto_high_ns = s.lossless() ? kLosslessRtoNs : kLossyRtoHighNs;
@@ -317,6 +326,18 @@ Result<Scheme> parse_scheme(const std::string &name, const std::string &text)
 }
 
 } // namespace
+
+std::string signal_names(uint32_t bits)
+{
+	static const std::pair<uint32_t, const char *> kNames[] = {{kSigCnp, "cnp"},     {kSigAck, "ack"},
+								   {kSigWindow, "window"}, {kSigMessage, "message"},
+								   {kSigBts, "bts"},       {kSigPostcard, "postcard"}};
+	std::string out;
+	for (const auto &[b, n] : kNames)
+		if (bits & b)
+			out += (out.empty() ? "" : ", ") + std::string(n);
+	return out;
+}
 
 const char *loss_name(Loss l) { return l == Loss::Lossless ? "lossless" : "lossy"; }
 

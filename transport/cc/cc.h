@@ -312,6 +312,17 @@ struct Fabric {
 enum class Loss : uint8_t { Lossy, Lossless };
 const char *loss_name(Loss l);
 
+// What a part's reactions need from the host stack that runs it (Scheme::signals). The engine
+// gives all of them; the Soft-RoCE agent only CNPs (docs/agent.md).
+inline constexpr uint32_t kSigCnp = 1u << 0;      // CNPs from the receiver's notification point
+inline constexpr uint32_t kSigAck = 1u << 1;      // per-ACK samples (acked bytes, ECE, RTT)
+inline constexpr uint32_t kSigWindow = 1u << 2;   // a window on bytes in flight
+inline constexpr uint32_t kSigMessage = 1u << 3;  // message starts and per-packet marks
+inline constexpr uint32_t kSigBts = 1u << 4;      // back-to-sender pauses (SFC)
+inline constexpr uint32_t kSigPostcard = 1u << 5; // CC-postcards (PB-FS)
+// Return: the kSig* names in `bits`, comma-separated ("cnp, window").
+std::string signal_names(uint32_t bits);
+
 // A scheme: a composition of named parts from the registry (docs/cc.md "Schemes"), with the
 // typed properties the rest of quench reads instead of testing names. Grammar:
 //   NAME   := ALIAS | BASE ("/" PART)* [":" ("lossy" | "lossless")]
@@ -323,6 +334,8 @@ struct Scheme {
 	std::string base, start, flow;        // part names
 	Loss loss = Loss::Lossy;
 	bool ecn = false;                     // its data packets are ECT: the switches mark them
+	uint32_t signals = 0;                 // kSig* bits: what its parts' reactions need from a
+					      // host stack (the Soft-RoCE agent refuses what it cannot give)
 	bool ack_on_ce = false;               // a receiver coalescing ACKs acknowledges a CE-marked
 					      // packet at once (LDCP: the sender reacts per marked packet)
 	uint64_t rto_low_ns = 0, rto_high_ns = 0; // retransmission timeout defaults (fabric)

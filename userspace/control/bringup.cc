@@ -17,6 +17,7 @@
 
 #include "control/exec.h"
 #include "control/netns.h"
+#include "control/rxe_host.h"
 #include "control/switch_loader.h"
 #include "control/switchd.h"
 #include "qn_steer.skel.h"
@@ -240,6 +241,9 @@ Status topo_up(const Topology &t, const UpOptions &o)
 {
 	if (geteuid() != 0)
 		return make_error("topo up needs root (namespaces, tc, BPF)");
+	if (has_rxe_hosts(t) && o.dilation.factor() != 1.0)
+		return make_error("topology " + t.name + " has rxe hosts (stack=rxe): rdma_rxe cannot be slowed down, "
+				  "so it runs at D = 1 (--dilation 1; shape its links at or below 100 Mbit/s, docs/agent.md)");
 	std::string text = t.to_text();
 	char dil[32];
 	std::snprintf(dil, sizeof(dil), "%.6g", o.dilation.factor());
@@ -366,7 +370,7 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	// 6. host steering (skipped where the MTU is too large for native XDP on veth).
 	if (o.attach_steering) {
 		for (const auto &n : t.nodes) {
-			if (n.kind != NodeKind::Host)
+			if (n.kind != NodeKind::Host || n.stack == kStackRxe)
 				continue;
 			const Link &l = t.links[size_t(t.ports[size_t(t.ports_of(n.id)[0])].link)];
 			if (l.mtu > 3506)
@@ -374,6 +378,11 @@ Status topo_up(const Topology &t, const UpOptions &o)
 			QN_TRY(attach_steering(t, n.id));
 		}
 	}
+
+	// 6b. Soft-RoCE hosts: rdma_rxe on the veth, fq and the qn_rxe programs (docs/agent.md).
+	for (const auto &n : t.nodes)
+		if (n.kind == NodeKind::Host && n.stack == kStackRxe)
+			QN_TRY(rxe_host_up(t, n.id));
 
 	// 7. the state file marks the topology complete; then the control process (PFC frames)
 	//    starts, reading it.
@@ -412,6 +421,7 @@ std::vector<CableSpec> cable_specs(const Topology &t)
 Status topo_down(const std::string &name)
 {
 	stop_switchd(name);
+	rxe_hosts_down(name);
 	std::string prefix = "qn-" + name + "-";
 	std::string batch;
 	for (const auto &ns : list_netns())

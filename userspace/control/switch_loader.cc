@@ -82,44 +82,6 @@ Status mkdir_p(const std::string &path)
 	return ok_status();
 }
 
-Status pin_map(bpf_map *m, const std::string &dir)
-{
-	std::string path = dir + "/" + bpf_map__name(m);
-	unlink(path.c_str());
-	int err = bpf_map__pin(m, path.c_str());
-	if (err)
-		return sys_error(err, "pin map " + path);
-	return ok_status();
-}
-
-// Attach prog to a port's clsact hook (created if missing) with a fixed handle/priority so a
-// re-attach replaces it. Must run inside the switch namespace.
-Status tc_attach(uint32_t ifindex, bpf_tc_attach_point where, int prog_fd, const std::string &what)
-{
-	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = int(ifindex), .attach_point = BPF_TC_INGRESS);
-	hook.attach_point = bpf_tc_attach_point(BPF_TC_INGRESS | BPF_TC_EGRESS);
-	int err = bpf_tc_hook_create(&hook);
-	if (err && err != -EEXIST)
-		return sys_error(err, "create clsact on ifindex " + std::to_string(ifindex));
-	hook.attach_point = where;
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE, .handle = 1,
-			    .priority = 1);
-	err = bpf_tc_attach(&hook, &opts);
-	if (err)
-		return sys_error(err, "attach " + what + " on ifindex " + std::to_string(ifindex));
-	return ok_status();
-}
-
-Status tc_detach(uint32_t ifindex, bpf_tc_attach_point where)
-{
-	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = int(ifindex), .attach_point = where);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = 1, .priority = 1);
-	int err = bpf_tc_detach(&hook, &opts);
-	if (err && err != -ENOENT)
-		return sys_error(err, "detach on ifindex " + std::to_string(ifindex));
-	return ok_status();
-}
-
 // Check, inside the switch namespace, that ifindex names the expected port of this switch.
 // A redirect to an ifindex of another namespace silently drops (notes/datapath.md).
 Status validate_ifindex(uint32_t ifindex, const std::string &expect, const std::string &sw)
@@ -259,6 +221,45 @@ Status attach_all(const Topology &t, int sw, int ingress_fd, int egress_fd)
 }
 
 } // namespace
+
+Status pin_map(bpf_map *m, const std::string &dir)
+{
+	std::string path = dir + "/" + bpf_map__name(m);
+	unlink(path.c_str());
+	int err = bpf_map__pin(m, path.c_str());
+	if (err)
+		return sys_error(err, "pin map " + path);
+	return ok_status();
+}
+
+// Attach prog to a port's clsact hook (created if missing) with a fixed handle/priority so a
+// re-attach replaces it. Must run inside the switch namespace.
+Status tc_attach(uint32_t ifindex, bpf_tc_attach_point where, int prog_fd, const std::string &what)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = int(ifindex), .attach_point = BPF_TC_INGRESS);
+	hook.attach_point = bpf_tc_attach_point(BPF_TC_INGRESS | BPF_TC_EGRESS);
+	int err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		return sys_error(err, "create clsact on ifindex " + std::to_string(ifindex));
+	hook.attach_point = where;
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE, .handle = 1,
+			    .priority = 1);
+	err = bpf_tc_attach(&hook, &opts);
+	if (err)
+		return sys_error(err, "attach " + what + " on ifindex " + std::to_string(ifindex));
+	return ok_status();
+}
+
+Status tc_detach(uint32_t ifindex, bpf_tc_attach_point where)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = int(ifindex), .attach_point = where);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = 1, .priority = 1);
+	int err = bpf_tc_detach(&hook, &opts);
+	if (err && err != -ENOENT)
+		return sys_error(err, "detach on ifindex " + std::to_string(ifindex));
+	return ok_status();
+}
+
 
 void setup_libbpf_logging(bool verbose)
 {

@@ -3,7 +3,10 @@
 // filled and validated inside the switch namespace, tc ingress/egress attached on every port.
 #pragma once
 
+#include <cstdint>
 #include <string>
+
+#include <bpf/libbpf.h>
 
 #include "common/paths.h"
 #include "common/result.h"
@@ -26,6 +29,13 @@ Status load_switch(const Topology &t, int sw, const Dilation &d);
 // put quench's programs back. Maps stay pinned.
 Status attach_bare(const Topology &t, int sw);
 Status reattach_switch(const Topology &t, int sw);
+
+// Pin map `m` as DIR/<its name>, replacing an old pin.
+Status pin_map(bpf_map *m, const std::string &dir);
+// Attach a tc program on ifindex's clsact hook (created if missing; handle 1, priority 1, so a
+// re-attach replaces it). Run inside the device's namespace.
+Status tc_attach(uint32_t ifindex, bpf_tc_attach_point where, int prog_fd, const std::string &what);
+Status tc_detach(uint32_t ifindex, bpf_tc_attach_point where);
 
 // Route libbpf's messages (verifier logs included) to stderr; warnings and above unless verbose.
 void setup_libbpf_logging(bool verbose);

@@ -146,6 +146,8 @@ const ParamTable<Node> &host_table()
 	static const ParamTable<Node> t("host", {
 							{"ip", ParamKind::Ipv4, &Node::ip, 0, 0, {}, "IPv4 address (derived when not given)"},
 							{"mac", ParamKind::MacAddr, &Node::mac, 0, 0, {}, "MAC address (derived when not given)"},
+							{"stack", ParamKind::Choice, &Node::stack, 0, 0, {"engine", "rxe"},
+							 "RDMA stack: the quench engine, or Soft-RoCE (rdma_rxe; VM kernels, docs/agent.md)"},
 						});
 	return t;
 }
@@ -525,7 +527,11 @@ Status derive(Topology &t)
 					return make_error(at(src, l.line) + "host '" + n.name +
 							  "' has a second link: hosts are single-homed");
 				p.ifname = n.name + "-eth0";
-				if (l.mtu > kMaxHostMtu)
+				if (n.stack == kStackRxe && l.delay_ns > 0)
+					return field_error(src, l.line, "delay",
+							   "host '" + n.name + "' runs rdma_rxe (stack=rxe): its link has no delay "
+							   "line, so its delay must be 0");
+				if (l.mtu > kMaxHostMtu && n.stack != kStackRxe)
 					t.warnings.push_back(at(src, l.line) + "mtu " + std::to_string(l.mtu) +
 							     " on host link of '" + n.name + "' is above " +
 							     std::to_string(kMaxHostMtu) +
@@ -658,7 +664,8 @@ std::string Topology::to_text() const
 	o << "name " << name << "\n";
 	for (const auto &n : nodes) {
 		if (n.kind == NodeKind::Host)
-			o << "host " << n.name << " ip=" << ip_to_string(n.ip) << " mac=" << mac_to_string(n.mac) << "\n";
+			o << "host " << n.name << " ip=" << ip_to_string(n.ip) << " mac=" << mac_to_string(n.mac)
+			  << (n.stack == kStackRxe ? " stack=rxe" : "") << "\n";
 		else
 		{
 			o << "switch " << n.name << " buffer=" << n.buffer_bytes;

@@ -24,6 +24,11 @@ struct LinkDefaults {
 	uint64_t delay_ns = 1000;
 };
 
+// A host's RDMA stack: the quench engine (AF_XDP) or Soft-RoCE (rdma_rxe on its veth, driven
+// by `quench agent`; docs/agent.md).
+inline constexpr int kStackEngine = 0;
+inline constexpr int kStackRxe = 1;
+
 struct Node {
 	std::string name;
 	NodeKind kind = NodeKind::Host;
@@ -33,6 +38,7 @@ struct Node {
 	bool ip_given = false;
 	Mac mac{};                // host MAC; derived when not given
 	bool mac_given = false;
+	int stack = 0;             // host: kStackEngine or kStackRxe (`host NAME stack=rxe`)
 	uint64_t buffer_bytes = 0; // switch shared buffer B
 	// Other switch settings as written (admission, alpha, ecn, kmin, ...: swcfg.h), validated
 	// at parse time and applied at `topo up`.

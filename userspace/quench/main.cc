@@ -23,6 +23,7 @@
 #include "control/topology.h"
 #include "quench/cli.h"
 #include "quench/cmd_engine.h"
+#include "quench/cmd_agent.h"
 #include "quench/cmd_model.h"
 #include "quench/cmd_run.h"
 #include "transport/cc/cc.h"
@@ -67,6 +68,9 @@ const char *kUsage = R"(usage: quench COMMAND ...
                                                     the reference model of one bottleneck: an ideal
                                                     network to hold the emulator against (no root)
   engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
+  agent TOPO [--cc SCHEME] [--cc-set K=V]... [--paper] [--base-rtt T] [--duration T]
+        [--trace-out CSV] [--no-pace]               CC for the topology's rxe hosts' QPs
+                                                    (Soft-RoCE; docs/agent.md)
   schemes                                           the congestion-control schemes that exist
   bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue] [--sfc [--sfc-tbf T] [--sfc-cache off|tor|all] [--sfc-est]] [--set KEY=VALUE]... [--depth B] [--tos N]
                [--baseline-obj OLD_qn_switch.bpf.o] [--only quench|bare]
@@ -464,6 +468,8 @@ int main(int argc, char **argv)
 		return cmd_jitter(argc, argv, 2);
 	if (argc >= 2 && std::strcmp(argv[1], "model") == 0)
 		return cmd_model(argc, argv, 2);
+	if (argc >= 2 && std::strcmp(argv[1], "agent") == 0)
+		return cmd_agent(argc, argv, 2);
 	if (argc == 2 && std::strcmp(argv[1], "schemes") == 0) {
 		// The registry: named schemes (what `schemes all` runs), then the parts a scheme is
 		// composed of and the grammar (docs/cc.md "Schemes").

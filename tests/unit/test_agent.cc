@@ -1,0 +1,28 @@
+// test_agent.cc - the Soft-RoCE agent's scheme check ([agent]): what a scheme needs from the
+// host stack is a property of its parts (Scheme::signals), and the agent refuses what it cannot
+// give (docs/agent.md), by that property, never by name.
+#include <catch2/catch.hpp>
+
+#include "agent/agent.h"
+#include "transport/cc/cc.h"
+
+using namespace qn;
+namespace cc = qn::tp::cc;
+
+TEST_CASE("agent__runs_cnp_schemes_and_refuses_the_rest_by_their_signals", "[agent]")
+{
+	for (const char *ok : {"none", "pfc", "dcqcn", "dcqcn+w", "dcqcn:lossy", "dcqcn+w:lossy"})
+		CHECK(agent::refuse_reason(ok).empty());
+	CHECK_THAT(agent::refuse_reason("ldcp"), Catch::Contains("needs ack"));
+	CHECK_THAT(agent::refuse_reason("dcqcn/pbfs"), Catch::Contains("postcard"));
+	CHECK_THAT(agent::refuse_reason("dcqcn+w/sfc:lossy"), Catch::Contains("bts"));
+	CHECK_THAT(agent::refuse_reason("nosuch"), Catch::Contains("nosuch"));
+	// the signals compose over the parts
+	auto s = cc::scheme("dcqcn+w/sfc:lossy");
+	REQUIRE(s.ok());
+	CHECK(s->signals == (cc::kSigCnp | cc::kSigWindow | cc::kSigBts));
+	CHECK(cc::signal_names(s->signals) == "cnp, window, bts");
+	auto n = cc::scheme("none");
+	REQUIRE(n.ok());
+	CHECK(n->signals == 0);
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# vm: the Soft-RoCE agent, part 1 (docs/agent.md), inside a VM kernel with namespace-aware rxe.
+# Two rxe hosts (stack=rxe) on a quench switch; h1's link 20 Mbit/s, the port toward h2 shaped
+# at 10 Mbit/s (rxe under TCG moves about 20 Mbit/s here: the controller's rates must be below
+# what rxe would send unpaced, or pacing could not show), so ib_write_bw from h1 to h2 builds a
+# queue there (RED at enqueue, low
+# thresholds, lossy). Behaviour only, never timing (TCG):
+#  - agent off: ib_write_bw completes; the switch counts 0 ECT data packets (rxe sends Not-ECT)
+#    and no CNP reaches h1;
+#  - agent on (dcqcn): ib_write_bw completes; ECT > 0 and CE > 0 at the switch, CNPs sent > 0,
+#    at least one rate cut; ibv_rc_pingpong -c (content check) completes;
+#  - on the wire: h1's bytes into the switch over windows of >= 50 ms are at most 1.1 x the
+#    highest rate the controller allowed in the window (+ one frame);
+#  - negative control: the same with `--no-pace` (rates computed, never applied) breaks that
+#    bound, so the check can fail.
+# usage: test_agent.sh QUENCH_BIN QN_TRAFFIC_BIN
+source "$(dirname "$0")/../netns/lib.sh"
+LAYOUT=${QN_RXE_LAYOUT:-netns}
+MODPROBE=${QN_VM_MODPROBE:-modprobe}
+for t in rdma ib_write_bw ibv_rc_pingpong bpftool jq; do command -v $t >/dev/null || skip "missing $t"; done
+$MODPROBE rdma_rxe 2>/dev/null || skip "kernel has no rdma_rxe module (rxe hosts need a VM kernel: make vmtest)"
+$MODPROBE ib_uverbs 2>/dev/null || true
+[ "$LAYOUT" = netns ] || skip "this kernel's rxe works only in the initial namespace (agent part 2 adds that layout)"
+for m in sch_fq sch_htb cls_bpf; do $MODPROBE $m 2>/dev/null || true; done
+
+topo=$(write_topo "defaults rate=20Mbps mtu=2048 delay=0 buffer=400KB
+switch tor
+host h1 stack=rxe
+host h2 stack=rxe
+link h1 tor
+link h2 tor rate=10Mbps")
+"$QUENCH" topo up "$topo" >/dev/null || fail "topo up with rxe hosts"
+"$QUENCH" switch set "$TOPO_NAME/tor" pfc=off ecn=on ecn_at=enqueue kmin=8000 kmax=40000 pmax=0.2 >/dev/null
+D1="qnr-$TOPO_NAME-h1" D2="qnr-$TOPO_NAME-h2"
+
+# The RoCE v2 GID index that carries the host's IPv4 address.
+gid_index() {
+	local dev=$1 ip=$2 g i hex
+	hex=$(printf '%02x%02x:%02x%02x' ${ip//./ })
+	for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+		i=$(basename "$g")
+		if grep -q "0000:0000:0000:0000:0000:ffff:$hex" "$g" 2>/dev/null &&
+			grep -q "RoCE v2" "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i" 2>/dev/null; then
+			echo "$i"
+			return
+		fi
+	done
+}
+IP1=$(ip -n "$(ns h1)" -4 -o addr show dev h1-eth0 | awk '{print $4}' | cut -d/ -f1)
+IP2=$(ip -n "$(ns h2)" -4 -o addr show dev h2-eth0 | awk '{print $4}' | cut -d/ -f1)
+g1="" g2=""
+for _ in $(seq 1 50); do
+	g1=$(gid_index "$D1" "$IP1") g2=$(gid_index "$D2" "$IP2")
+	[ -n "$g1" ] && [ -n "$g2" ] && break
+	sleep 0.1
+done
+[ -n "$g1" ] && [ -n "$g2" ] || fail "no RoCE v2 IPv4 GID on $D1/$D2"
+
+sw() { "$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq "[.switches[].ports[].counters.$1] | add"; }
+# rxe_stat HOST INDEX: a qn_rxe_stats counter of the host (enum qn_rxe_counter), summed over CPUs
+rxe_stat() {
+	bpftool -j map lookup pinned "/sys/fs/bpf/quench/$TOPO_NAME/$1/qn_rxe_stats" key "$2" 0 0 0 |
+		jq '[(.formatted.values // .values)[] | .value] | add'
+}
+# write_bw TAG [extra client options]: ib_write_bw h1 -> h2 for 4 s, 16 KB writes, 4 in flight
+# (64 KB: less than the switch buffer, so nothing is dropped), QP timeout 2^20 x 4 us (a
+# TCG-slow queue never makes rxe retry)
+write_bw() {
+	local tag=$1
+	shift
+	ip netns exec "$(ns h2)" timeout 120 ib_write_bw -F -d "$D2" -x "$g2" -D 4 -s 16384 -t 4 -u 20 >"$WORK/$tag.server" 2>&1 &
+	local spid=$!
+	sleep 1.5 # perftest clients do not retry their TCP connect
+	ip netns exec "$(ns h1)" timeout 120 ib_write_bw -F -d "$D1" -x "$g1" -D 4 -s 16384 -t 4 -u 20 "$@" "$IP2" >"$WORK/$tag.client" 2>&1 ||
+		fail "ib_write_bw ($tag): $(tail -5 "$WORK/$tag.client")"
+	wait "$spid" || fail "ib_write_bw server ($tag): $(tail -5 "$WORK/$tag.server")"
+	echo "ib_write_bw ($tag): $(grep -A1 '#bytes' "$WORK/$tag.client" | tail -1)"
+}
+# sample_port FILE: h1's bytes into the switch (tor's port toward h1, rx_bytes) with the wall
+# time, every ~50 ms, until killed
+sample_port() {
+	# one process inside the switch's namespace (its sysfs); bash's clock, no fork per sample
+	exec ip netns exec "$(ns tor)" bash -c 'while :; do read -r b </sys/class/net/tor-p1/statistics/rx_bytes
+		echo "${EPOCHREALTIME/./}000 $b"; sleep 0.05; done' >"$1"
+}
+# over_bound SAMPLES TRACE: windows (>= 50 ms) whose wire rate exceeds 1.1 x the highest rate
+# the controller allowed in them plus one 2 KB frame; prints "violations windows worst_ratio"
+over_bound() {
+	awk -F'[ ,]' -v tr="$2" '
+		BEGIN { while ((getline l < tr) > 0) { if (l ~ /^t_mono/) continue; split(l, f, ","); n++; t[n] = f[2]; r[n] = f[6] } }
+		NR == 1 { t0 = $1; b0 = $2; next }
+		{ if ($1 - t0 < 50e6) next
+		  # the rate in force at t0 and every rate set before t1
+		  allow = 0; for (i = 1; i <= n; i++) { if (t[i] <= t0) cur = r[i]; else if (t[i] <= $1 && r[i] > allow) allow = r[i] }
+		  if (cur > allow) allow = cur
+		  if (allow > 0 && t[1] < t0) { w++; rate = ($2 - b0) * 8e9 / ($1 - t0); lim = 1.1 * allow + 2100 * 8e9 / ($1 - t0)
+		    if (rate / allow > worst) worst = rate / allow
+		    if (rate > lim) v++ }
+		  t0 = $1; b0 = $2 }
+		END { printf "%d %d %.3f\n", v, w, worst }' "$1"
+}
+
+# 1. agent off
+ect0=$(sw ecn_ect) ce0=$(sw ecn_marked)
+write_bw off
+ect_off=$(($(sw ecn_ect) - ect0))
+cnp_off=$(rxe_stat h1 6)
+echo "agent off: switch ECT data packets $ect_off, CNPs at h1 $cnp_off"
+[ "$ect_off" -eq 0 ] || fail "agent off: the switch counted $ect_off ECT data packets (rxe sends Not-ECT)"
+[ "$cnp_off" -eq 0 ] || fail "agent off: $cnp_off CNPs reached h1"
+
+# agent_run TAG [agent options]: the agent around one ib_write_bw, h1's port sampled
+agent_run() {
+	local tag=$1
+	shift
+	"$QUENCH" agent "$TOPO_NAME" --cc dcqcn --trace-out "$WORK/$tag.trace" "$@" >"$WORK/$tag.agent" 2>&1 &
+	local apid=$!
+	BG_PIDS+=("$apid")
+	sleep 1
+	sample_port "$WORK/$tag.samples" &
+	local spid=$!
+	BG_PIDS+=("$spid")
+	write_bw "$tag"
+	kill "$spid" 2>/dev/null || true
+	kill -INT "$apid"
+	wait "$apid" || fail "agent ($tag): $(tail -3 "$WORK/$tag.agent")"
+	grep -E '^(agent|qp|params):' "$WORK/$tag.agent"
+}
+
+# 2. agent on
+ect0=$(sw ecn_ect) ce0=$(sw ecn_marked)
+agent_run on
+ect_on=$(($(sw ecn_ect) - ect0)) ce_on=$(($(sw ecn_marked) - ce0))
+read -r cnp cuts <<<"$(sed -n 's/^agent: .* \([0-9]*\) CNPs sent, .* \([0-9]*\) rate cuts.*/\1 \2/p' "$WORK/on.agent")"
+echo "agent on: switch ECT $ect_on, CE $ce_on; CNPs sent $cnp, rate cuts $cuts"
+[ "$ect_on" -gt 0 ] || fail "agent on: no ECT data packet at the switch"
+[ "$ce_on" -gt 0 ] || fail "agent on: no CE mark at the switch"
+[ "${cnp:-0}" -gt 0 ] || fail "agent on: no CNP sent ($(cat "$WORK/on.agent"))"
+[ "${cuts:-0}" -gt 0 ] || fail "agent on: no rate cut"
+read -r viol wins worst <<<"$(over_bound "$WORK/on.samples" "$WORK/on.trace")"
+echo "paced: $viol of $wins windows above 1.1 x the allowed rate (worst ratio $worst)"
+[ "$wins" -gt 0 ] || fail "no window with a controller rate to compare"
+[ "$viol" -eq 0 ] || fail "the wire exceeded 1.1 x the controller's rate in $viol of $wins windows (worst $worst)"
+
+# 3. content check with the agent on
+"$QUENCH" agent "$TOPO_NAME" --cc dcqcn >"$WORK/pp.agent" 2>&1 &
+apid=$!
+BG_PIDS+=("$apid")
+ip netns exec "$(ns h2)" timeout 120 ibv_rc_pingpong -d "$D2" -g "$g2" -n 200 -c >"$WORK/pp.server" 2>&1 &
+ppid=$!
+sleep 1.5
+ip netns exec "$(ns h1)" timeout 120 ibv_rc_pingpong -d "$D1" -g "$g1" -n 200 -c "$IP2" >"$WORK/pp.client" 2>&1 ||
+	fail "ibv_rc_pingpong -c with the agent on: $(tail -3 "$WORK/pp.client")"
+wait "$ppid" || fail "ibv_rc_pingpong server: $(tail -3 "$WORK/pp.server")"
+kill -INT "$apid"
+wait "$apid" || true
+echo "ibv_rc_pingpong -c: $(grep -h 'iters in' "$WORK/pp.client")"
+
+# 4. negative control: rates computed, never applied
+agent_run nopace --no-pace
+read -r nviol nwins nworst <<<"$(over_bound "$WORK/nopace.samples" "$WORK/nopace.trace")"
+echo "--no-pace: $nviol of $nwins windows above 1.1 x the allowed rate (worst ratio $nworst)"
+[ "$nviol" -gt 0 ] || fail "--no-pace: the wire stayed within the controller's rate: the pacing check cannot fail"
+pass "agent off Not-ECT and no CNP; agent on ECT $ect_on, CE $ce_on, CNPs $cnp, cuts $cuts, wire within 1.1x in $wins windows (--no-pace: $nviol over); pingpong -c"

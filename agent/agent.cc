@@ -418,7 +418,7 @@ struct Agent {
 				q.peer_be = e.peer_ip_be; // the data's source is this QP's peer
 			if (!q.np)
 				return;
-			cc::NpPacket p{now, e.psn, e.len + 4, true};
+			cc::NpPacket p{now, e.psn, e.len, true}; // skb->len: Ethernet header to ICRC
 			if (auto c = q.np->on_data(p))
 				send_cnp(q, *c);
 		}

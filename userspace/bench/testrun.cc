@@ -28,6 +28,7 @@ Result<TestRunOut> test_run_tc(int prog_fd, const Bytes &in, uint32_t ingress_if
 	out.duration_ns = opts.duration;
 	out.priority = ctx_out.priority;
 	out.mark = ctx_out.mark;
+	out.tstamp = ctx_out.tstamp;
 	return out;
 }
 

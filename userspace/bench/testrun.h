@@ -16,6 +16,7 @@ struct TestRunOut {
 	uint32_t duration_ns = 0; // mean ns per run (kernel-measured)
 	uint32_t priority = 0;   // skb->priority after the run (tc only)
 	uint32_t mark = 0;
+	uint64_t tstamp = 0;     // skb->tstamp after the run (tc only: an EDT departure time)
 };
 
 // Run a SCHED_CLS program once (or `repeat` times) on `in`. ingress_ifindex/ifindex go into

@@ -1,0 +1,215 @@
+// BPF_PROG_TEST_RUN table for the Soft-RoCE host programs (bpf/host/qn_rxe.bpf.c, docs/agent.md):
+// - egress, agent off: data leaves Not-ECT and unpaced by a QP rate, the QP is learned;
+// - egress, agent on: Not-ECT data gets ECT(0) with a valid IPv4 checksum, DSCP kept; ACKs and
+//   CNPs stay Not-ECT; a QP with a rate gets EDT departure times one frame time apart at that
+//   rate (and none without a rate entry);
+// - ingress: a CNP is taken from rxe (TC_ACT_SHOT) and posted to the ring buffer only with the
+//   agent on; a CE data packet is counted per QP and posted; an unmarked one is not.
+// Negative control built in: with the agent off the same frames are neither marked nor taken.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <ctime>
+#include <vector>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bench/testrun.h"
+#include "common/abi.h"
+#include "control/packet.h"
+#include "qn_rxe.skel.h"
+
+using namespace qn;
+
+namespace {
+
+bool root() { return geteuid() == 0; }
+
+constexpr uint32_t kLocal = 0x0b000101, kPeer = 0x0b000201;
+
+FrameSpec rxe_frame(uint8_t opcode, uint8_t tos = 0, uint32_t dest_qp = 0x11)
+{
+	FrameSpec f;
+	f.saddr = kLocal;
+	f.daddr = kPeer;
+	f.tos = tos;
+	f.opcode = opcode;
+	f.dest_qp = dest_qp;
+	f.sport = 0xC5A1;
+	f.payload_len = opcode == QN_OP_RC_ACK ? 4 : 1024;
+	return f;
+}
+
+struct Rxe {
+	qn_rxe *skel = qn_rxe__open_and_load();
+	~Rxe() { qn_rxe__destroy(skel); }
+	int egress() { return bpf_program__fd(skel->progs.qn_rxe_egress); }
+	int ingress() { return bpf_program__fd(skel->progs.qn_rxe_ingress); }
+	void cfg(uint32_t agent, uint64_t link_bps)
+	{
+		qn_rxe_cfg c{};
+		c.agent = agent;
+		c.link_bps = link_bps;
+		uint32_t zero = 0;
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_rxe_cfg), &zero, &c, BPF_ANY) == 0);
+	}
+	void rate(uint32_t peer, uint32_t qpn, uint64_t bps)
+	{
+		qn_rxe_qp_key k{htonl(peer), qpn};
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_rxe_rate), &k, &bps, BPF_ANY) == 0);
+	}
+	uint64_t stat(uint32_t which)
+	{
+		std::vector<uint64_t> v(static_cast<size_t>(libbpf_num_possible_cpus()));
+		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(skel->maps.qn_rxe_stats), &which, v.data()) == 0);
+		uint64_t s = 0;
+		for (auto x : v)
+			s += x;
+		return s;
+	}
+	TestRunOut run(int prog, const Bytes &f)
+	{
+		auto r = test_run_tc(prog, f, 1, 1);
+		REQUIRE(r.ok());
+		return *r;
+	}
+	// Events waiting in the ring buffer.
+	std::vector<qn_rxe_event> events()
+	{
+		std::vector<qn_rxe_event> v;
+		ring_buffer *rb = ring_buffer__new(
+			bpf_map__fd(skel->maps.qn_rxe_events),
+			[](void *ctx, void *data, size_t size) -> int {
+				if (size >= sizeof(qn_rxe_event))
+					static_cast<std::vector<qn_rxe_event> *>(ctx)->push_back(*static_cast<qn_rxe_event *>(data));
+				return 0;
+			},
+			&v, nullptr);
+		REQUIRE(rb);
+		ring_buffer__consume(rb);
+		ring_buffer__free(rb);
+		return v;
+	}
+};
+
+uint64_t mono_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
+}
+
+} // namespace
+
+TEST_CASE("qn_rxe_egress__ect_and_edt_only_with_the_agent", "[bpf][rxe]")
+{
+	if (!root())
+		return;
+	Rxe x;
+	REQUIRE(x.skel);
+	const Bytes data = build_frame(rxe_frame(QN_OP_RC_WRITE_ONLY, QN_DSCP_DATA << 2));
+	const Bytes ack = build_frame(rxe_frame(QN_OP_RC_ACK));
+	const Bytes cnp = build_frame(rxe_frame(QN_OP_CNP));
+
+	SECTION("agent off: Not-ECT, no QP pacing; the QP is learned")
+	{
+		x.cfg(0, 0);
+		x.rate(kPeer, 0x11, 1'000'000);
+		TestRunOut o = x.run(x.egress(), data);
+		CHECK(o.retval == 0);
+		CHECK((o.data[15] & 3) == 0);
+		CHECK(o.tstamp == 0);
+		qn_rxe_qp_key k{htonl(kPeer), 0x11};
+		qn_rxe_qp q{};
+		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(x.skel->maps.qn_rxe_qps), &k, &q) == 0);
+		CHECK(q.pkts == 1);
+		CHECK(q.sport == 0xC5A1);
+		CHECK(q.bytes == data.size());
+	}
+	SECTION("agent on: data ECT(0) with DSCP kept and a valid checksum; ACK and CNP untouched")
+	{
+		x.cfg(1, 0);
+		TestRunOut o = x.run(x.egress(), data);
+		CHECK(o.data[15] == ((QN_DSCP_DATA << 2) | 2));
+		CHECK(ipv4_checksum(o.data.data() + 14, 20) == 0);
+		CHECK(x.stat(QN_RXE_TX_ECT) == 1);
+		for (const Bytes *f : {&ack, &cnp}) {
+			TestRunOut c = x.run(x.egress(), *f);
+			CHECK((c.data[15] & 3) == 0);
+			CHECK(c.data == *f);
+		}
+		CHECK(x.stat(QN_RXE_TX_ECT) == 1);
+		CHECK(x.stat(QN_RXE_TX_CTRL) == 2);
+	}
+	SECTION("agent on, a QP rate: departure times one frame time apart at that rate")
+	{
+		x.cfg(1, 0);
+		const uint64_t rate = 8'000'000; // 1 byte per us
+		x.rate(kPeer, 0x11, rate);
+		const uint64_t t0 = mono_ns();
+		uint64_t prev = 0;
+		const uint64_t frame_ns = (data.size() + QN_WIRE_OVERHEAD) * 8'000'000'000ULL / rate;
+		for (int i = 0; i < 4; i++) {
+			TestRunOut o = x.run(x.egress(), data);
+			if (i == 0) {
+				CHECK(o.tstamp == 0); // the first frame leaves now
+				continue;
+			}
+			REQUIRE(o.tstamp > t0);
+			if (prev)
+				CHECK(o.tstamp - prev == frame_ns);
+			prev = o.tstamp;
+		}
+		CHECK(x.stat(QN_RXE_TX_PACED) == 3);
+		// another QP (no rate entry) is not held back by it
+		TestRunOut other = x.run(x.egress(), build_frame(rxe_frame(QN_OP_RC_WRITE_ONLY, 0, 0x22)));
+		CHECK(other.tstamp == 0);
+	}
+}
+
+TEST_CASE("qn_rxe_ingress__cnp_and_ce_to_the_agent", "[bpf][rxe]")
+{
+	if (!root())
+		return;
+	Rxe x;
+	REQUIRE(x.skel);
+	FrameSpec c = rxe_frame(QN_OP_CNP);
+	std::swap(c.saddr, c.daddr);
+	const Bytes cnp = build_frame(c);
+	FrameSpec d = rxe_frame(QN_OP_RC_WRITE_ONLY, (QN_DSCP_DATA << 2) | 3, 0x33);
+	std::swap(d.saddr, d.daddr);
+	d.psn = 0x1234;
+	const Bytes ce = build_frame(d);
+	d.tos = (QN_DSCP_DATA << 2) | 2;
+	const Bytes ect = build_frame(d);
+
+	SECTION("agent off: a CNP passes to rxe, nothing is posted; CE still counted")
+	{
+		x.cfg(0, 0);
+		CHECK(x.run(x.ingress(), cnp).retval == 0);
+		CHECK(x.run(x.ingress(), ce).retval == 0);
+		CHECK(x.events().empty());
+		CHECK(x.stat(QN_RXE_RX_CNP) == 1);
+		CHECK(x.stat(QN_RXE_RX_CE) == 1);
+	}
+	SECTION("agent on: the CNP is taken (SHOT) and posted; CE posted and counted per QP; ECT not")
+	{
+		x.cfg(1, 0);
+		CHECK(x.run(x.ingress(), cnp).retval == 2 /* TC_ACT_SHOT */);
+		CHECK(x.run(x.ingress(), ce).retval == 0);
+		CHECK(x.run(x.ingress(), ect).retval == 0);
+		auto ev = x.events();
+		REQUIRE(ev.size() == 2);
+		CHECK(ev[0].kind == QN_RXE_EV_CNP);
+		CHECK(ev[0].qpn == 0x11);
+		CHECK(ev[0].peer_ip_be == htonl(kPeer));
+		CHECK(ev[1].kind == QN_RXE_EV_CE);
+		CHECK(ev[1].qpn == 0x33);
+		CHECK(ev[1].psn == 0x1234);
+		qn_rxe_qp_key k{htonl(kPeer), 0x33};
+		uint64_t n = 0;
+		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(x.skel->maps.qn_rxe_ce), &k, &n) == 0);
+		CHECK(n == 1);
+	}
+}

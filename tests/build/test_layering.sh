@@ -32,6 +32,11 @@ bad=$(check_dir transport/cc "$CC_OK")
 [ -z "$bad" ] || fail "the CC library includes headers outside it and the base:"$'\n'"$bad"
 bad=$(check_dir userspace/common "$COMMON_OK")
 [ -z "$bad" ] || fail "the base library includes headers of another plane:"$'\n'"$bad"
+# The Soft-RoCE agent: itself, the CC library, the wire codec and the base; never the engine or
+# the control plane (it links quench_cc, quench_wire and libbpf only: checked below).
+AGENT_OK='agent/|transport/cc/|transport/wire\.h"|common/|qn_abi\.h"'
+bad=$(check_dir agent "$AGENT_OK")
+[ -z "$bad" ] || fail "the agent includes headers outside the CC library, the wire codec and the base:"$'\n'"$bad"
 
 # negative control: planted files are flagged
 tmp=$(mktemp -d /tmp/qn-layering.XXXXXX)
@@ -52,6 +57,17 @@ fi
 qlink=$(find "$build" -path "*CMakeFiles/quench.dir/link.txt" | head -1)
 [ -n "$qlink" ] || fail "no link.txt for quench under $build"
 grep -q quench_control "$qlink" || fail "the link check finds no quench_control in quench's link line either: it cannot fail"
+# the agent links without the engine and the control plane (qn_agent_only links quench_agent)
+alink=$(find "$build" -path "*qn_agent_only.dir/link.txt" | head -1)
+[ -n "$alink" ] || fail "no link.txt for qn_agent_only under $build"
+if grep -qE 'quench_(transport|control|bench)' "$alink"; then
+	fail "the agent links $(grep -oE 'libquench_[a-z]+\.a' "$alink" | sort -u | tr '\n' ' ')"
+fi
+"$(dirname "$alink")/../../qn_agent_only" >/dev/null || fail "qn_agent_only failed"
+grep -qE 'quench_(transport|control|bench)' "$(find "$build" -path "*qn_transport_only.dir/link.txt" | head -1)" ||
+	fail "the agent's link check finds no engine in qn_transport_only's link line either: it cannot fail"
+planted=$(check_dir "$tmp" "$AGENT_OK")
+echo "$planted" | grep -q 'a.cc:1:' || fail "the agent include check missed a planted \"transport/engine.h\": it cannot fail"
 out=$("$bin") || fail "qn_transport_only failed: $out"
 echo "$out"
-echo "PASS build_layering: transport/ includes only transport/ and common/ headers (planted control-plane includes flagged); qn_transport_only links $(grep -oE 'libquench_[a-z]+\.a' "$link" | sort -u | tr '\n' ' ')and delivers"
+echo "PASS build_layering: transport/ includes only transport/ and common/ headers, agent/ only itself, the CC library, the wire codec and the base (planted includes flagged); qn_agent_only links $(grep -oE 'libquench_[a-z]+\.a' "$alink" | sort -u | tr '\n' ' ')and runs; qn_transport_only links $(grep -oE 'libquench_[a-z]+\.a' "$link" | sort -u | tr '\n' ' ')and delivers"

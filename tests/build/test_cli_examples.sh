@@ -66,6 +66,7 @@ good=(
 	"bench switch --set ldcp=on --set pbfs=on --depth 100KB --tos 110"
 	"switch keys"
 	"bench transport --rounds 4 --seconds 1"
+	"bench rxe --rounds 3"
 )
 bad=(
 	"topo up netns/star.topo --dilation 0|--dilation"
@@ -93,6 +94,7 @@ bad=(
 	"bench switch --rounds 0|--rounds"
 	"bench switch --only both|--only"
 	"bench switch --tos 300|--tos"
+	"bench rxe --rounds 0|--rounds"
 	"agent|TOPO is required"
 	"agent abc --base-rtt fast|--base-rtt"
 	"frob|unknown command"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/bench.h"
+#include "bench/bench_rxe.h"
 #include "bench/bench_transport.h"
 #include "common/units.h"
 #include "control/bringup.h"
@@ -76,6 +77,7 @@ const char *kUsage = R"(usage: quench COMMAND ...
                [--baseline-obj OLD_qn_switch.bpf.o] [--only quench|bare]
                                                     quench's switch vs a bare redirect, side by side
   bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
+  bench rxe [--rounds N]                            the Soft-RoCE host programs' cost per packet
 
   -v, --verbose    print every ip/tc command and libbpf debug output
 Files may be quench topology files (docs/topology-format.md) or ns-3 RDMA simulator
@@ -180,9 +182,11 @@ int parse_args(int argc, char **argv, Args &a)
 	CLI::App *set = sw->add_subcommand("set", "change settings (docs/switch.md)");
 	args(set, "TOPO/SWITCH KEY=VALUE...", true);
 	sw->add_subcommand("keys", "every switch setting: key, values, default, meaning");
-	CLI::App *bench = app.add_subcommand("bench", "benchmarks: switch, transport")->require_subcommand(1);
+	CLI::App *bench = app.add_subcommand("bench", "benchmarks: switch, transport, rxe")->require_subcommand(1);
 	CLI::App *bsw = bench->add_subcommand("switch", "quench's switch vs a bare redirect, side by side");
 	CLI::App *btr = bench->add_subcommand("transport", "the engine vs kernel UDP and raw AF_XDP, side by side");
+	CLI::App *brx = bench->add_subcommand("rxe", "the Soft-RoCE host programs' cost per packet, against the agent-off egress");
+	qn::cli::number(*brx, "--rounds", a.rounds, 1, 1e6, "alternating rounds");
 	for (CLI::App *c : {bsw, btr}) {
 		qn::cli::number(*c, "--seconds", a.seconds, 1e-3, 3600, "per measurement");
 		qn::cli::number(*c, "--rounds", a.rounds, 1, 1e6, "alternating rounds");
@@ -420,8 +424,15 @@ int cmd_bench(const Args &a)
 		std::fputs(r->c_str(), stdout);
 		return 0;
 	}
+	if (a.pos.size() >= 2 && a.pos[1] == "rxe") {
+		auto r = qn::bench_rxe(uint32_t(a.rounds));
+		if (!r)
+			return fail(r.error().to_string());
+		std::fputs(r->c_str(), stdout);
+		return 0;
+	}
 	if (a.pos.size() < 2 || a.pos[1] != "switch")
-		return fail("bench needs a subcommand (switch, transport)");
+		return fail("bench needs a subcommand (switch, transport, rxe)");
 	qn::BenchOptions o;
 	o.seconds = a.seconds;
 	o.rounds = a.rounds;

@@ -488,6 +488,9 @@ Result<Summary> run(const std::vector<HostDesc> &hosts, const Options &o, const 
 	if (std::string why = refuse_reason(o.scheme); !why.empty())
 		return make_error(why);
 	Agent a(o);
+	if (auto s = cc::scheme(o.scheme); s && (s->signals & cc::kSigWindow))
+		a.sum.notes.push_back(o.scheme + ": its window is NOT enforced on rxe QPs (the agent paces the rate only; "
+					   "rxe's own limit of unacknowledged packets bounds what is in flight; docs/agent.md)");
 	for (const auto &d : hosts)
 		QN_TRY(a.open_host(d));
 	if (!o.trace_path.empty()) {

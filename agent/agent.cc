@@ -131,7 +131,7 @@ struct Qp {
 
 struct Host {
 	HostDesc d;
-	int qps = -1, rate = -1, cfg = -1, events = -1, stats = -1, sock = -1;
+	int qps = -1, rate = -1, pace = -1, cfg = -1, events = -1, stats = -1, sock = -1;
 	std::string scheme_note;
 	std::map<std::string, std::string> overrides;
 };
@@ -163,7 +163,7 @@ struct Agent {
 		if (rb)
 			ring_buffer__free(rb);
 		for (auto &h : hosts)
-			for (int fd : {h.qps, h.rate, h.cfg, h.events, h.stats, h.sock})
+			for (int fd : {h.qps, h.rate, h.pace, h.cfg, h.events, h.stats, h.sock})
 				if (fd >= 0)
 					close(fd);
 		if (trace)
@@ -176,6 +176,8 @@ struct Agent {
 			return;
 		qn_rxe_qp_key k{q.peer_be, q.rqpn};
 		bpf_map_delete_elem(hosts[q.host].rate, &k);
+		if (hosts[q.host].pace >= 0)
+			bpf_map_delete_elem(hosts[q.host].pace, &k);
 	}
 
 	Status open_host(const HostDesc &d)
@@ -193,6 +195,7 @@ struct Agent {
 		Host &x = hosts.back();
 		QN_TRY(get("qn_rxe_qps", x.qps));
 		QN_TRY(get("qn_rxe_rate", x.rate));
+		QN_TRY(get("qn_rxe_pace", x.pace));
 		QN_TRY(get("qn_rxe_cfg", x.cfg));
 		QN_TRY(get("qn_rxe_events", x.events));
 		QN_TRY(get("qn_rxe_stats", x.stats));

@@ -30,8 +30,9 @@ struct qn_rxe_pace {
 	__u64 next_ns;
 };
 
+/* LRU: the QPs of finished applications age out. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, QN_RXE_QPS);
 	__type(key, struct qn_rxe_qp_key);
 	__type(value, struct qn_rxe_qp);
@@ -45,7 +46,8 @@ struct {
 	__type(value, __u64);
 } qn_rxe_rate SEC(".maps");
 
-/* Per-QP EDT state (egress key); key {0, 0} is the link's. */
+/* Per-QP EDT state (egress key); key {0, 0} is the link's. A plain hash (spin locks live only in
+ * hash and array maps): the agent deletes a QP's entry with its rate. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, QN_RXE_QPS + 1);
@@ -53,9 +55,9 @@ struct {
 	__type(value, struct qn_rxe_pace);
 } qn_rxe_pace SEC(".maps");
 
-/* CE-marked data frames per QP (ingress key). */
+/* CE-marked data frames per QP (ingress key); LRU like qn_rxe_qps. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, QN_RXE_QPS);
 	__type(key, struct qn_rxe_qp_key);
 	__type(value, __u64);

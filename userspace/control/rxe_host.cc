@@ -37,7 +37,10 @@ Status rxe_host_up(const Topology &t, int host)
 
 	// 1. sch_fq honours the EDT departure times the egress program sets; its per-flow limit
 	//    is above rxe's own cap of in-flight packets per QP.
-	QN_TRY(run_ok({"tc", "-n", ns, "qdisc", "replace", "dev", p.ifname, "root", "fq", "flow_limit", "1000"}));
+	if (auto r = run_ok({"tc", "-n", ns, "qdisc", "replace", "dev", p.ifname, "root", "fq", "flow_limit", "1000"}); !r)
+		return make_error("host '" + n.name + "' (stack=rxe): cannot put sch_fq on " + p.ifname + " (" +
+				  r.error().to_string() + "): rxe hosts need a kernel with sch_fq and rdma_rxe, e.g. the "
+				  "VM kernels of `make vmtest` (docs/agent.md)");
 
 	// 2. the programs, with the topology's shared dequeue-mark map, maps pinned per host.
 	qn_rxe *skel = qn_rxe__open();

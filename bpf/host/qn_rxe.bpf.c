@@ -20,6 +20,7 @@
  */
 #include "bpf_common.h"
 #include "dqmark.h"
+#include "ecn.h"
 #include "parse.h"
 
 #define QN_RXE_QPS 1024
@@ -117,21 +118,6 @@ static __always_inline __u32 qn_rxe_u24(const __u8 *b)
 	return ((__u32)b[0] << 16) | ((__u32)b[1] << 8) | b[2];
 }
 
-/* Set ECT(0) on a Not-ECT IPv4 header, keeping DSCP; patch the checksum (RFC 1624). */
-static __always_inline void qn_rxe_set_ect0(struct iphdr *ip)
-{
-	__u8 *b = (__u8 *)ip;
-	__u32 m_old = ((__u32)b[0] << 8) | b[1];
-	__u32 m_new = (m_old & ~(__u32)QN_ECN_MASK) | 0x2;
-	__u32 hc = bpf_ntohs(ip->check), sum;
-
-	b[1] = (__u8)m_new;
-	sum = (~hc & 0xFFFF) + (~m_old & 0xFFFF) + m_new;
-	sum = (sum & 0xFFFF) + (sum >> 16);
-	sum = (sum & 0xFFFF) + (sum >> 16);
-	ip->check = bpf_htons((__u16)~sum);
-}
-
 /* EDT: the departure time of `wire` bytes at `rate_bps` after the previous frame of `key`
  * (never before `t`). Return: the departure time. */
 static __always_inline __u64 qn_rxe_edt(const struct qn_rxe_qp_key *key, __u64 t, __u32 wire, __u64 rate_bps)
@@ -199,7 +185,7 @@ int qn_rxe_egress(struct __sk_buff *skb)
 				struct iphdr *ip = data + p.l3_off;
 
 				if (p.l3_off <= QN_ETH_HLEN + 4 * QN_VLAN_MAX_DEPTH && (void *)(ip + 1) <= data_end) {
-					qn_rxe_set_ect0(ip);
+					qn_ipv4_set_ecn(ip, 2); /* ECT(0) */
 					qn_rxe_count(QN_RXE_TX_ECT);
 				}
 			}

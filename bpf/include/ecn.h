@@ -30,22 +30,36 @@ static __always_inline int qn_red_decide(const struct qn_set_red *red, __u64 q)
 	return bpf_get_prandom_u32() % 1000000 < p_ppm;
 }
 
-/* Set CE in an ECT packet's TOS, keeping DSCP, and patch the header checksum. The 16-bit word
- * is built from its bytes (no type punning: clang may reorder a __u16 load around the byte
- * store to tos). */
-static __always_inline void qn_ipv4_set_ce(struct iphdr *ip)
+/* Replace the IPv4 header's first 16-bit word (version/IHL, TOS) m_old by m_new and patch the
+ * header checksum: HC' = ~(~HC + ~m + m') (RFC 1624, eq. 3). The word is built from its bytes by
+ * the callers (no type punning: clang may reorder a __u16 load around the byte store to tos). */
+static __always_inline void qn_ipv4_patch_tos(struct iphdr *ip, __u32 m_old, __u32 m_new)
 {
-	__u8 *b = (__u8 *)ip;
-	__u32 m_old = ((__u32)b[0] << 8) | b[1];
-	__u32 m_new = m_old | QN_ECN_CE;
 	__u32 hc = bpf_ntohs(ip->check), sum;
 
-	b[1] = (__u8)m_new;
-	/* HC' = ~(~HC + ~m + m')  (RFC 1624, eq. 3) */
+	((__u8 *)ip)[1] = (__u8)m_new;
 	sum = (~hc & 0xFFFF) + (~m_old & 0xFFFF) + m_new;
 	sum = (sum & 0xFFFF) + (sum >> 16);
 	sum = (sum & 0xFFFF) + (sum >> 16);
 	ip->check = bpf_htons((__u16)~sum);
+}
+
+/* Set CE in an ECT packet's TOS, keeping DSCP, and patch the header checksum. */
+static __always_inline void qn_ipv4_set_ce(struct iphdr *ip)
+{
+	__u8 *b = (__u8 *)ip;
+	__u32 m_old = ((__u32)b[0] << 8) | b[1];
+
+	qn_ipv4_patch_tos(ip, m_old, m_old | QN_ECN_CE);
+}
+
+/* Set the ECN field to `ecn` (e.g. ECT(0) = 2), keeping DSCP, and patch the header checksum. */
+static __always_inline void qn_ipv4_set_ecn(struct iphdr *ip, __u32 ecn)
+{
+	__u8 *b = (__u8 *)ip;
+	__u32 m_old = ((__u32)b[0] << 8) | b[1];
+
+	qn_ipv4_patch_tos(ip, m_old, (m_old & ~(__u32)QN_ECN_MASK) | (ecn & QN_ECN_MASK));
 }
 
 #endif /* QN_ECN_H */

@@ -15,6 +15,7 @@
 #    bound, so the check can fail.
 # usage: test_agent.sh QUENCH_BIN QN_TRAFFIC_BIN
 source "$(dirname "$0")/../netns/lib.sh"
+source "$(dirname "$0")/rxe_lib.sh"
 LAYOUT=${QN_RXE_LAYOUT:-netns}
 MODPROBE=${QN_VM_MODPROBE:-modprobe}
 for t in rdma ib_write_bw ibv_rc_pingpong bpftool jq; do command -v $t >/dev/null || skip "missing $t"; done
@@ -33,19 +34,6 @@ link h2 tor rate=10Mbps")
 "$QUENCH" switch set "$TOPO_NAME/tor" pfc=off ecn=on ecn_at=enqueue kmin=8000 kmax=40000 pmax=0.2 >/dev/null
 D1="qnr-$TOPO_NAME-h1" D2="qnr-$TOPO_NAME-h2"
 
-# The RoCE v2 GID index that carries the host's IPv4 address.
-gid_index() {
-	local dev=$1 ip=$2 g i hex
-	hex=$(printf '%02x%02x:%02x%02x' ${ip//./ })
-	for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
-		i=$(basename "$g")
-		if grep -q "0000:0000:0000:0000:0000:ffff:$hex" "$g" 2>/dev/null &&
-			grep -q "RoCE v2" "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i" 2>/dev/null; then
-			echo "$i"
-			return
-		fi
-	done
-}
 IP1=$(ip -n "$(ns h1)" -4 -o addr show dev h1-eth0 | awk '{print $4}' | cut -d/ -f1)
 IP2=$(ip -n "$(ns h2)" -4 -o addr show dev h2-eth0 | awk '{print $4}' | cut -d/ -f1)
 g1="" g2=""

@@ -7,6 +7,7 @@
 set -euo pipefail
 LAYOUT=${QN_RXE_LAYOUT:-netns}
 MODPROBE=${QN_VM_MODPROBE:-modprobe}
+source "$(dirname "$0")/rxe_lib.sh"
 TAG="qr$$"
 A="${TAG}a"; B="${TAG}b"; NSA="${TAG}-a"; NSB="${TAG}-b"
 PIDS=()
@@ -55,18 +56,6 @@ in_b ip addr add 10.201.0.2/24 dev "$B"
 in_a rdma link add "${TAG}x0" type rxe netdev "$A"
 in_b rdma link add "${TAG}x1" type rxe netdev "$B"
 
-# The RoCE v2 GID that carries the IPv4 address (::ffff:10.201.0.x).
-gid_index() {
-	local dev=$1 ip=$2 g i
-	for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
-		i=$(basename "$g")
-		if grep -q "0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${ip//./ })" "$g" 2>/dev/null &&
-			grep -q "RoCE v2" "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i" 2>/dev/null; then
-			echo "$i"
-			return
-		fi
-	done
-}
 ga=""; gb=""
 for _ in $(seq 1 50); do # GIDs appear asynchronously; bounded wait (5 s)
 	ga=$(gid_index "${TAG}x0" 10.201.0.1) # rdma devices are visible from every namespace (shared mode)

@@ -41,11 +41,12 @@ std::string refuse_reason(const std::string &name)
 	auto s = cc::scheme(name);
 	if (!s)
 		return s.error().to_string();
-	const uint32_t unsupported = s->signals & ~(cc::kSigCnp | cc::kSigWindow);
+	// CNPs and pacing from the agent, BTS pauses from the host programs (qn_rxe.bpf.c).
+	const uint32_t unsupported = s->signals & ~(cc::kSigCnp | cc::kSigWindow | cc::kSigBts);
 	if (unsupported)
 		return "scheme " + name + " needs " + cc::signal_names(unsupported) +
-		       " from the host stack; the agent gives rxe QPs CNPs and pacing only (part 1: none, dcqcn, "
-		       "dcqcn+w; docs/agent.md)";
+		       " from the host stack; rxe QPs get CNPs, rate pacing and BTS pauses only (e.g. none, dcqcn, "
+		       "dcqcn+w, dcqcn/sfc; docs/agent.md)";
 	return "";
 }
 
@@ -131,7 +132,8 @@ struct Qp {
 
 struct Host {
 	HostDesc d;
-	int qps = -1, rate = -1, pace = -1, cfg = -1, events = -1, stats = -1, sock = -1;
+	int qps = -1, rate = -1, pace = -1, cfg = -1, events = -1, stats = -1, pause = -1, sock = -1;
+	uint32_t honor = 0; // qn_rxe_cfg.honor before the agent started
 	std::string scheme_note;
 	std::map<std::string, std::string> overrides;
 };
@@ -154,6 +156,7 @@ struct Agent {
 				qn_rxe_cfg c{};
 				if (bpf_map_lookup_elem(h.cfg, &zero, &c) == 0) {
 					c.agent = 0;
+					c.honor = h.honor;
 					bpf_map_update_elem(h.cfg, &zero, &c, BPF_ANY);
 				}
 			}
@@ -163,7 +166,7 @@ struct Agent {
 		if (rb)
 			ring_buffer__free(rb);
 		for (auto &h : hosts)
-			for (int fd : {h.qps, h.rate, h.pace, h.cfg, h.events, h.stats, h.sock})
+			for (int fd : {h.qps, h.rate, h.pace, h.cfg, h.events, h.stats, h.pause, h.sock})
 				if (fd >= 0)
 					close(fd);
 		if (trace)
@@ -199,6 +202,7 @@ struct Agent {
 		QN_TRY(get("qn_rxe_cfg", x.cfg));
 		QN_TRY(get("qn_rxe_events", x.events));
 		QN_TRY(get("qn_rxe_stats", x.stats));
+		QN_TRY(get("qn_rxe_pause", x.pause));
 		auto s = packet_socket(d.netns, d.ifname);
 		if (!s)
 			return make_error("host " + d.name + ": " + s.error().to_string());
@@ -456,15 +460,41 @@ struct Agent {
 		char peer[INET_ADDRSTRLEN] = "?";
 		if (q.peer_be)
 			inet_ntop(AF_INET, &q.peer_be, peer, sizeof(peer));
-		char b[400];
+		// SFC: the BTS the host programs took for this QP and the time they held its data.
+		qn_rxe_qp v{};
+		if (q.peer_be) {
+			qn_rxe_qp_key k{q.peer_be, q.rqpn};
+			if (bpf_map_lookup_elem(hosts[q.host].qps, &k, &v) == 0) {
+				sum.bts += v.bts;
+				sum.bts_paused_ns += v.paused_ns;
+			}
+		}
+		char b[480];
 		std::snprintf(b, sizeof(b),
 			      "%s QP %u -> %s QP %u: %llu CE, %llu CNPs sent (%llu send errors), %llu CNPs received, rate %llu "
-			      "bit/s (lowest %llu)",
+			      "bit/s (lowest %llu), %llu BTS, paused %.3f ms",
 			      hosts[q.host].d.name.c_str(), q.lqpn, peer, q.rqpn, static_cast<unsigned long long>(q.ce),
 			      static_cast<unsigned long long>(q.cnp_tx), static_cast<unsigned long long>(q.send_errors),
 			      static_cast<unsigned long long>(q.cnp_rx), static_cast<unsigned long long>(q.rate),
-			      static_cast<unsigned long long>(q.lowest));
+			      static_cast<unsigned long long>(q.lowest), static_cast<unsigned long long>(v.bts),
+			      double(v.paused_ns) / 1e6);
 		sum.per_qp.push_back(b);
+	}
+
+	// PFC: per host and priority that was paused, the frames and the paused time.
+	void report_pfc()
+	{
+		for (const auto &h : hosts)
+			for (uint32_t prio = 0; prio < QN_NUM_PRIOS; prio++) {
+				qn_rxe_pause z{};
+				if (bpf_map_lookup_elem(h.pause, &prio, &z) != 0 || (!z.xoff && !z.xon))
+					continue;
+				char b[200];
+				std::snprintf(b, sizeof(b), "%s priority %u: %llu PAUSE (XOFF), %llu XON, paused %.3f ms",
+					      h.d.name.c_str(), prio, static_cast<unsigned long long>(z.xoff),
+					      static_cast<unsigned long long>(z.xon), double(z.paused_ns) / 1e6);
+				sum.pfc.push_back(b);
+			}
 	}
 
 	void read_stats()
@@ -519,6 +549,9 @@ Result<Summary> run(const std::vector<HostDesc> &hosts, const Options &o, const 
 		if (bpf_map_lookup_elem(h.cfg, &zero, &c) != 0)
 			return sys_error(errno, "host " + h.d.name + ": read qn_rxe_cfg");
 		c.agent = 1;
+		h.honor = c.honor;
+		if (!o.obey_pauses)
+			c.honor = 0;
 		if (bpf_map_update_elem(h.cfg, &zero, &c, BPF_ANY) != 0)
 			return sys_error(errno, "host " + h.d.name + ": write qn_rxe_cfg");
 	}
@@ -548,6 +581,7 @@ Result<Summary> run(const std::vector<HostDesc> &hosts, const Options &o, const 
 	a.read_stats();
 	for (const auto &[k, q] : a.qps)
 		a.report(q);
+	a.report_pfc();
 	return a.sum;
 }
 

@@ -2,7 +2,9 @@
 // Per rxe host it reads the QPs from rdma netlink and learns their peers from the packets
 // (qn_rxe.bpf.c's qn_rxe_qps), runs one controller and one notification point per QP on
 // CLOCK_MONOTONIC, sends CNPs for CE-marked arrivals over AF_PACKET, and writes each QP's rate
-// into the pacer's map (qn_rxe_rate). It links the CC library and the wire codec, not the engine.
+// into the pacer's map (qn_rxe_rate). PFC and SFC's BTS are obeyed by the host programs
+// themselves; the agent reports their pauses. It links the CC library and the wire codec, not
+// the engine.
 #pragma once
 
 #include <atomic>
@@ -38,6 +40,8 @@ struct Options {
 	uint64_t base_rtt_ns = 100'000;
 	uint64_t duration_ns = 0;     // 0: until stopped
 	bool pace = true;             // negative control: compute rates but never write them
+	bool obey_pauses = true;      // negative control: false = the host programs ignore PFC and
+				      // BTS while the agent runs (they obey them whenever the host is up)
 	std::string trace_path;       // rate changes, CSV (empty: none)
 	uint64_t scan_ns = 20'000'000; // rdma netlink QP scan period
 };
@@ -53,7 +57,10 @@ struct Summary {
 	uint64_t ect_set = 0;         // data frames the egress programs set ECT(0) on
 	uint64_t events_lost = 0;     // ring buffer overflows
 	uint64_t send_errors = 0;     // CNPs the socket refused
-	std::vector<std::string> per_qp; // one line per QP: CE, CNPs, rates
+	uint64_t bts = 0;             // BTS the host programs took for the controlled QPs
+	uint64_t bts_paused_ns = 0;   // their pauses' union, summed over QPs
+	std::vector<std::string> per_qp; // one line per QP: CE, CNPs, rates, BTS and paused time
+	std::vector<std::string> pfc;   // one line per host and paused priority: XOFF, XON, paused time
 	std::vector<std::string> notes; // the scheme's parameters in force, per host
 };
 

@@ -745,6 +745,12 @@ struct qn_rxe_qp {
 	__u32 local_ip_be;
 	__u16 sport;        /* host order: rxe's UDP source port, 0xC000 + a hash of the local QPN */
 	__u16 pad;
+	/* SFC (written by the ingress program when a BTS names this QP) */
+	__u64 pause_until_ns; /* CLOCK_MONOTONIC: the QP's data leaves no earlier (0: never paused) */
+	__u64 paused_ns;      /* the union of the QP's BTS pauses so far */
+	__u64 bts;            /* BTS that named this QP */
+	__u64 pkts_at_bts;    /* `pkts` when the last BTS arrived (its backlog in the qdisc: what it
+			       * had handed to the qdisc minus what had left by then) */
 };
 
 /* qn_rxe_cfg (one entry): the host link's rate (the EDT pacer of all RoCE frames, agent or
@@ -752,8 +758,28 @@ struct qn_rxe_qp {
 struct qn_rxe_cfg {
 	__u64 link_bps;
 	__u32 agent;
-	__u32 pad;
+	__u32 honor;        /* QN_RXE_HONOR_*: what the programs obey, agent or not (a NIC's part) */
 };
+#define QN_RXE_HONOR_PFC 0x1 /* PFC/PAUSE frames pause their priority (qn_rxe_pause) */
+#define QN_RXE_HONOR_BTS 0x2 /* a BTS pauses the QP it names (qn_rxe_qp.pause_until_ns) */
+
+/* qn_rxe_pause: ARRAY of QN_NUM_PRIOS, the PFC state of each priority as the host's PAUSE
+ * frames set it (priority = DSCP >> 3 of the frames, as the switch accounts them). */
+struct qn_rxe_pause {
+	__u64 until_ns;     /* CLOCK_MONOTONIC: data of this priority leaves no earlier */
+	__u64 paused_ns;    /* the union of the pauses so far, XON cutting one short */
+	__u64 xoff;         /* PAUSE frames with quanta > 0 for this priority */
+	__u64 xon;          /* ... with quanta 0 */
+};
+
+/* An 802.1Qbb PFC frame after its Ethernet header (802.3x PAUSE: opcode 0x0001, quanta[0] for
+ * every priority). Big-endian. */
+struct qn_pfc_body {
+	__be16 opcode;      /* QN_PFC_OPCODE or QN_PAUSE_OPCODE */
+	__be16 enable;      /* bit i: quanta[i] is valid */
+	__be16 quanta[8];   /* in 512-bit times of the link */
+};
+#define QN_PAUSE_OPCODE 0x0001
 
 /* qn_rxe_events (ring buffer): what the ingress program hands the agent. */
 enum qn_rxe_event_kind {
@@ -783,7 +809,12 @@ enum qn_rxe_counter {
 	QN_RXE_RX_CNP = 6,      /* CNPs arriving */
 	QN_RXE_EV_LOST = 7,     /* events the ring buffer had no room for */
 	QN_RXE_RX_DQMARK = 8,   /* CE applied here for an upstream dequeue decision (dqmark.h) */
-	QN_RXE_MAX = 9,
+	QN_RXE_RX_PFC = 9,      /* PFC/PAUSE frames taken (obeyed or not) */
+	QN_RXE_RX_BTS = 10,     /* BTS taken (obeyed or not) */
+	QN_RXE_RX_BTS_NO_QP = 11, /* ... naming no QP this host has sent from */
+	QN_RXE_TX_PFC_HELD = 12, /* frames given a departure time at a PFC pause's end */
+	QN_RXE_TX_BTS_HELD = 13, /* data frames given a departure time at their QP's BTS pause end */
+	QN_RXE_MAX = 14,
 };
 
 #endif /* QN_ABI_H */

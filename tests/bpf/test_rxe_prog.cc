@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <cstring>
 #include <ctime>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "bench/testrun.h"
 #include "common/abi.h"
 #include "control/packet.h"
+#include "control/pfc.h"
 #include "qn_rxe.skel.h"
 
 using namespace qn;
@@ -211,5 +213,202 @@ TEST_CASE("qn_rxe_ingress__cnp_and_ce_to_the_agent", "[bpf][rxe]")
 		uint64_t n = 0;
 		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(x.skel->maps.qn_rxe_ce), &k, &n) == 0);
 		CHECK(n == 1);
+	}
+}
+
+namespace {
+
+// A BTS from kPeer to this host naming the QP (kPeer, dest_qp) by its trimmed headers (sfc.md §5).
+Bytes rxe_bts(uint32_t dest_qp, uint16_t pause_us)
+{
+	const Bytes data = build_frame(rxe_frame(QN_OP_RC_WRITE_ONLY, 0, dest_qp));
+	FrameSpec s;
+	s.saddr = kPeer;
+	s.daddr = kLocal;
+	s.tos = QN_DSCP_CONTROL << 2;
+	s.sport = 0xC5A1;
+	s.dport = QN_BTS_UDP_PORT;
+	s.bth = false;
+	s.payload_len = sizeof(qn_bts);
+	Bytes f = build_frame(s);
+	uint8_t *b = &f[42];
+	std::memset(b, 0, sizeof(qn_bts));
+	b[0] = QN_BTS_VERSION << 4;
+	b[2] = uint8_t(pause_us >> 8);
+	b[3] = uint8_t(pause_us);
+	std::memcpy(b + 8, &data[14], 40); // the data's IPv4, UDP and BTH
+	return f;
+}
+
+qn_rxe_pause pause_of(Rxe &x, uint32_t prio)
+{
+	qn_rxe_pause z{};
+	REQUIRE(bpf_map_lookup_elem(bpf_map__fd(x.skel->maps.qn_rxe_pause), &prio, &z) == 0);
+	return z;
+}
+
+qn_rxe_qp qp_of(Rxe &x, uint32_t qpn)
+{
+	qn_rxe_qp_key k{htonl(kPeer), qpn};
+	qn_rxe_qp q{};
+	REQUIRE(bpf_map_lookup_elem(bpf_map__fd(x.skel->maps.qn_rxe_qps), &k, &q) == 0);
+	return q;
+}
+
+void honor(Rxe &x, uint32_t bits, uint64_t link_bps)
+{
+	qn_rxe_cfg c{};
+	c.link_bps = link_bps;
+	c.honor = bits;
+	uint32_t zero = 0;
+	REQUIRE(bpf_map_update_elem(bpf_map__fd(x.skel->maps.qn_rxe_cfg), &zero, &c, BPF_ANY) == 0);
+}
+
+} // namespace
+
+// PFC for rxe hosts (issue 23): a PAUSE for the host's data priority holds that priority's frames
+// until its quanta expire (EDT), other priorities go on, XON and expiry end it, and with the
+// setting off nothing is held (the negative control).
+TEST_CASE("qn_rxe__pfc_pauses_the_priority_it_names", "[bpf][rxe]")
+{
+	if (!root())
+		return;
+	Rxe x;
+	REQUIRE(x.skel);
+	const uint64_t link = 1'000'000'000; // 1 Gbit/s: one quantum = 512 ns
+	const Mac sw{0x02, 0, 0, 0, 0, 1};
+	const Bytes data = build_frame(rxe_frame(QN_OP_RC_WRITE_ONLY)); // TOS 0: priority 0, as rxe sends
+	const Bytes ctrl = build_frame(rxe_frame(QN_OP_RC_WRITE_ONLY, QN_DSCP_CONTROL << 2, 0x22)); // priority 6
+	const uint16_t q = 20000;                                     // 10.24 ms
+	const uint64_t q_ns = uint64_t(q) * 512 * 1'000'000'000ULL / link;
+
+	SECTION("XOFF: priority 0 held to the quanta's end, priority 6 not; the frame is taken from the stack")
+	{
+		honor(x, QN_RXE_HONOR_PFC, link);
+		const uint64_t t0 = mono_ns();
+		CHECK(x.run(x.ingress(), pfc_frame_for(sw, 0, q)).retval == 2 /* TC_ACT_SHOT */);
+		const uint64_t t1 = mono_ns();
+		qn_rxe_pause z = pause_of(x, 0);
+		CHECK(z.xoff == 1);
+		CHECK(z.until_ns >= t0 + q_ns);
+		CHECK(z.until_ns <= t1 + q_ns);
+		TestRunOut held = x.run(x.egress(), data);
+		CHECK(held.tstamp == z.until_ns);
+		TestRunOut next = x.run(x.egress(), data); // behind it, one frame time later
+		CHECK(next.tstamp == z.until_ns + (data.size() + QN_WIRE_OVERHEAD) * 8);
+		CHECK(x.run(x.egress(), ctrl).tstamp == 0);
+		CHECK(x.stat(QN_RXE_TX_PFC_HELD) == 2);
+		CHECK(x.stat(QN_RXE_RX_PFC) == 1);
+		CHECK(pause_of(x, 6).until_ns == 0);
+	}
+	SECTION("XON ends the pause: nothing held after it; paused time = XOFF to XON")
+	{
+		honor(x, QN_RXE_HONOR_PFC, link);
+		x.run(x.ingress(), pfc_frame_for(sw, 0, q));
+		const uint64_t t0 = mono_ns();
+		x.run(x.ingress(), pfc_frame_for(sw, 0, 0));
+		qn_rxe_pause z = pause_of(x, 0);
+		CHECK(z.xon == 1);
+		CHECK(z.until_ns <= mono_ns());
+		CHECK(z.paused_ns > 0);
+		CHECK(z.paused_ns < q_ns);
+		CHECK(z.until_ns >= t0);
+		CHECK(x.run(x.egress(), data).tstamp == 0);
+		CHECK(x.stat(QN_RXE_TX_PFC_HELD) == 0);
+	}
+	SECTION("quanta expiry ends it: one quantum (512 ns) holds nothing 1 ms later")
+	{
+		honor(x, QN_RXE_HONOR_PFC, link);
+		x.run(x.ingress(), pfc_frame_for(sw, 0, 1));
+		const timespec ms{0, 1'000'000};
+		nanosleep(&ms, nullptr);
+		CHECK(x.run(x.egress(), data).tstamp == 0);
+		CHECK(pause_of(x, 0).paused_ns == 512);
+	}
+	SECTION("a refresh reloads the timer (802.1Qbb): the pause ends at the new quanta")
+	{
+		honor(x, QN_RXE_HONOR_PFC, link);
+		x.run(x.ingress(), pfc_frame_for(sw, 0, q));
+		x.run(x.ingress(), pfc_frame_for(sw, 0, 2 * q));
+		const uint64_t t1 = mono_ns();
+		qn_rxe_pause z = pause_of(x, 0);
+		CHECK(z.xoff == 2);
+		CHECK(z.until_ns <= t1 + 2 * q_ns);
+		CHECK(z.until_ns > t1 + q_ns);
+	}
+	SECTION("negative control: PFC not obeyed, the frame is still taken and counted")
+	{
+		honor(x, 0, link);
+		CHECK(x.run(x.ingress(), pfc_frame_for(sw, 0, q)).retval == 2);
+		CHECK(pause_of(x, 0).until_ns == 0);
+		CHECK(x.run(x.egress(), data).tstamp == 0);
+		CHECK(x.stat(QN_RXE_RX_PFC) == 1);
+	}
+}
+
+// SFC for rxe QPs (issue 23): a BTS pauses the QP its trimmed headers name, not the host's other
+// QPs; the QP's frames keep their order when the pause ends early (a BTS of 0); a BTS for an
+// unknown QP is counted; with the setting off nothing is held.
+TEST_CASE("qn_rxe__bts_pauses_the_qp_it_names", "[bpf][rxe]")
+{
+	if (!root())
+		return;
+	Rxe x;
+	REQUIRE(x.skel);
+	const uint64_t link = 1'000'000'000;
+	const Bytes a = build_frame(rxe_frame(QN_OP_RC_WRITE_ONLY, 0, 0x11));
+	const Bytes b = build_frame(rxe_frame(QN_OP_RC_WRITE_ONLY, 0, 0x22));
+	const uint64_t frame_ns = (a.size() + QN_WIRE_OVERHEAD) * 8; // at 1 Gbit/s
+
+	SECTION("the named QP is held to the BTS's end; another QP of the host is not held behind it")
+	{
+		honor(x, QN_RXE_HONOR_BTS, link);
+		x.run(x.egress(), a); // learn both QPs
+		x.run(x.egress(), b);
+		const timespec gap{0, 100'000}; // let the link's chain of those two frames pass
+		nanosleep(&gap, nullptr);
+		const uint64_t t0 = mono_ns();
+		CHECK(x.run(x.ingress(), rxe_bts(0x11, 5000)).retval == 2);
+		const uint64_t t1 = mono_ns();
+		qn_rxe_qp q = qp_of(x, 0x11);
+		CHECK(q.bts == 1);
+		CHECK(q.pkts_at_bts == 1);
+		CHECK(q.pause_until_ns >= t0 + 5'000'000);
+		CHECK(q.pause_until_ns <= t1 + 5'000'000);
+		TestRunOut h1 = x.run(x.egress(), a);
+		CHECK(h1.tstamp == q.pause_until_ns);
+		TestRunOut h2 = x.run(x.egress(), a);
+		CHECK(h2.tstamp == q.pause_until_ns + frame_ns);
+		TestRunOut other = x.run(x.egress(), b);
+		CHECK(other.tstamp < t1 + 1'000'000); // not behind the paused QP's 5 ms
+		CHECK(x.stat(QN_RXE_TX_BTS_HELD) == 2);
+		CHECK(qp_of(x, 0x22).pause_until_ns == 0);
+
+		// A BTS of 0 ends the pause (sfc.md §3.2 [D]); the QP's next frame still leaves after
+		// the two the pause held (same QP, no reordering).
+		x.run(x.ingress(), rxe_bts(0x11, 0));
+		q = qp_of(x, 0x11);
+		CHECK(q.bts == 2);
+		CHECK(q.paused_ns < 5'000'000);
+		TestRunOut after = x.run(x.egress(), a);
+		CHECK(after.tstamp >= h2.tstamp + frame_ns);
+	}
+	SECTION("a BTS for a QP the host never sent from is counted, nothing paused")
+	{
+		honor(x, QN_RXE_HONOR_BTS, 0); // no link pacing: only a pause could stamp a frame
+		x.run(x.egress(), a);
+		CHECK(x.run(x.ingress(), rxe_bts(0x33, 5000)).retval == 2);
+		CHECK(x.stat(QN_RXE_RX_BTS_NO_QP) == 1);
+		CHECK(x.run(x.egress(), a).tstamp == 0);
+	}
+	SECTION("negative control: BTS not obeyed: counted per QP, nothing held")
+	{
+		honor(x, 0, 0);
+		x.run(x.egress(), a);
+		x.run(x.ingress(), rxe_bts(0x11, 5000));
+		CHECK(qp_of(x, 0x11).bts == 1);
+		CHECK(qp_of(x, 0x11).pause_until_ns == 0);
+		CHECK(x.run(x.egress(), a).tstamp == 0);
+		CHECK(x.stat(QN_RXE_TX_BTS_HELD) == 0);
 	}
 }

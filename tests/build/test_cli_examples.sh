@@ -41,7 +41,7 @@ good=(
 	"gen abc --queues all --queue-interval 5us --queue-out q.csv"
 	"gen abc --queues tor:tor-p1,tor:tor-p2"
 	"engine abc --timeout 1s"
-	"agent abc --cc dcqcn --cc-set rai=1Mbps --paper --base-rtt 200us --duration 5s --trace-out r.csv --no-pace"
+	"agent abc --cc dcqcn --cc-set rai=1Mbps --paper --base-rtt 200us --duration 5s --trace-out r.csv --no-pace --no-pause"
 	"run netns/experiments/incast-bg.exp --out /tmp/r --dilation 400 --schemes dcqcn,dcqcn+w --attempts 1 --link-credit 1 --name abc --quiet"
 	"run netns/experiments/incast-bg.exp --adapt-from 100"
 	"compare /tmp/a /tmp/b"

@@ -61,6 +61,9 @@ static_assert(offsetof(struct qn_postcard, sid_hi) == 4 && offsetof(struct qn_po
 		      offsetof(struct qn_postcard, recent_marked_bytes) == 44 &&
 		      offsetof(struct qn_postcard, t0_ns) == 48,
 	      "qn_postcard layout changed (pbfs.md §5)");
+static_assert(sizeof(struct qn_rxe_qp) == 72 && sizeof(struct qn_rxe_cfg) == 16 && sizeof(struct qn_rxe_pause) == 32,
+	      "qn_rxe layouts changed");
+static_assert(sizeof(struct qn_pfc_body) == 20, "802.1Qbb: opcode, enable vector, 8 quanta");
 static_assert(QN_HTB_CLASS_CONTROL == (QN_HTB_HANDLE | 0x10), "control class must be 1:10");
 static_assert(QN_HTB_CLASS_DATA == (QN_HTB_HANDLE | 0x20), "data class must be 1:20");
 

@@ -59,10 +59,11 @@ Status rxe_host_up(const Topology &t, int host)
 	const std::string dir = node_pin_dir(t.name, n.name);
 	mkdir(dir.c_str(), 0700);
 	for (bpf_map *m : {skel->maps.qn_rxe_qps, skel->maps.qn_rxe_rate, skel->maps.qn_rxe_pace, skel->maps.qn_rxe_ce,
-			   skel->maps.qn_rxe_cfg, skel->maps.qn_rxe_events, skel->maps.qn_rxe_stats})
+			   skel->maps.qn_rxe_cfg, skel->maps.qn_rxe_events, skel->maps.qn_rxe_stats, skel->maps.qn_rxe_pause})
 		QN_TRY(pin_map(m, dir));
 	qn_rxe_cfg cfg{};
 	cfg.link_bps = l.rate_bps; // rxe hosts are not dilated: the fabric rate is the wall rate
+	cfg.honor = QN_RXE_HONOR_PFC | QN_RXE_HONOR_BTS; // a NIC obeys PFC (and SFC's BTS), agent or not
 	uint32_t zero = 0;
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_rxe_cfg), &zero, &cfg, BPF_ANY) != 0)
 		return sys_error(errno, "write qn_rxe_cfg");

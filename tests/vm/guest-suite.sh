@@ -46,4 +46,5 @@ record netns_htb_rate skip "timing_assertions_(rates_within_2%)_are_not_run_unde
 record netns_control_class skip "timing_assertions_(delay_ratios)_are_not_run_under_emulation"
 run_test rxe_smoke bash "$ROOT/tests/vm/test_rxe_smoke.sh"
 run_test agent bash "$ROOT/tests/vm/test_agent.sh" "$BUILD/quench" "$BUILD/qn_traffic"
+run_test agent_pause bash "$ROOT/tests/vm/test_agent_pause.sh" "$BUILD/quench" "$BUILD/qn_traffic"
 ! grep -q ' fail' "$OUT/results.txt"

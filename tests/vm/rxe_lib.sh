@@ -1,4 +1,5 @@
-# rxe_lib.sh - helpers the Soft-RoCE VM tests share (sourced).
+# rxe_lib.sh - helpers the Soft-RoCE VM tests share (sourced). The topology helpers need
+# tests/netns/lib.sh sourced first (QUENCH, TOPO_NAME, WORK, ns, fail).
 
 # gid_index DEV IPV4: the index of DEV's RoCE v2 GID that carries IPV4 (::ffff:a.b.c.d), or nothing.
 gid_index() {
@@ -12,4 +13,48 @@ gid_index() {
 			return
 		fi
 	done
+}
+
+# rxe_up TOPO_FILE: bring up a topology whose rxe hosts h1 and h2 sit on switch tor; set D1/D2
+# (their rxe devices), IP1/IP2 and g1/g2 (their RoCE v2 GID indexes).
+rxe_up() {
+	"$QUENCH" topo up "$1" >/dev/null || fail "topo up with rxe hosts"
+	D1="qnr-$TOPO_NAME-h1" D2="qnr-$TOPO_NAME-h2"
+	IP1=$(ip -n "$(ns h1)" -4 -o addr show dev h1-eth0 | awk '{print $4}' | cut -d/ -f1)
+	IP2=$(ip -n "$(ns h2)" -4 -o addr show dev h2-eth0 | awk '{print $4}' | cut -d/ -f1)
+	g1="" g2=""
+	for _ in $(seq 1 50); do # GIDs appear asynchronously; bounded wait (5 s)
+		g1=$(gid_index "$D1" "$IP1") g2=$(gid_index "$D2" "$IP2")
+		[ -n "$g1" ] && [ -n "$g2" ] && break
+		sleep 0.1
+	done
+	[ -n "$g1" ] && [ -n "$g2" ] || fail "no RoCE v2 IPv4 GID on $D1/$D2"
+}
+
+# sw COUNTER: a port counter of switch tor, summed over its ports (switch stats JSON)
+sw() { "$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq "[.switches[].ports[].counters.$1] | add"; }
+
+# rxe_stat HOST INDEX: a qn_rxe_stats counter of the host (enum qn_rxe_counter), summed over CPUs
+rxe_stat() {
+	bpftool -j map lookup pinned "/sys/fs/bpf/quench/$TOPO_NAME/$1/qn_rxe_stats" key "$2" 0 0 0 |
+		jq '[(.formatted.values // .values)[] | .value] | add'
+}
+
+# hw_counter DEV NAME: one of rxe's own counters (ports/1/hw_counters)
+hw_counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
+
+# write_bw TAG [extra client options]: ib_write_bw h1 -> h2 with $BW_OPTS on both sides, QP
+# timeout 2^20 x 4 us (a TCG-slow queue never makes rxe retry)
+write_bw() {
+	local tag=$1
+	shift
+	# shellcheck disable=SC2086 # BW_OPTS is a list of options
+	ip netns exec "$(ns h2)" timeout 120 ib_write_bw -F -d "$D2" -x "$g2" $BW_OPTS -u 20 >"$WORK/$tag.server" 2>&1 &
+	local spid=$!
+	sleep 1.5 # perftest clients do not retry their TCP connect
+	# shellcheck disable=SC2086
+	ip netns exec "$(ns h1)" timeout 120 ib_write_bw -F -d "$D1" -x "$g1" $BW_OPTS -u 20 "$@" "$IP2" >"$WORK/$tag.client" 2>&1 ||
+		fail "ib_write_bw ($tag): $(tail -5 "$WORK/$tag.client")"
+	wait "$spid" || fail "ib_write_bw server ($tag): $(tail -5 "$WORK/$tag.server")"
+	echo "ib_write_bw ($tag): $(grep -A1 '#bytes' "$WORK/$tag.client" | tail -1)"
 }

@@ -30,40 +30,11 @@ host h1 stack=rxe
 host h2 stack=rxe
 link h1 tor
 link h2 tor rate=10Mbps")
-"$QUENCH" topo up "$topo" >/dev/null || fail "topo up with rxe hosts"
+rxe_up "$topo"
 "$QUENCH" switch set "$TOPO_NAME/tor" pfc=off ecn=on ecn_at=enqueue kmin=8000 kmax=40000 pmax=0.2 >/dev/null
-D1="qnr-$TOPO_NAME-h1" D2="qnr-$TOPO_NAME-h2"
-
-IP1=$(ip -n "$(ns h1)" -4 -o addr show dev h1-eth0 | awk '{print $4}' | cut -d/ -f1)
-IP2=$(ip -n "$(ns h2)" -4 -o addr show dev h2-eth0 | awk '{print $4}' | cut -d/ -f1)
-g1="" g2=""
-for _ in $(seq 1 50); do
-	g1=$(gid_index "$D1" "$IP1") g2=$(gid_index "$D2" "$IP2")
-	[ -n "$g1" ] && [ -n "$g2" ] && break
-	sleep 0.1
-done
-[ -n "$g1" ] && [ -n "$g2" ] || fail "no RoCE v2 IPv4 GID on $D1/$D2"
-
-sw() { "$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq "[.switches[].ports[].counters.$1] | add"; }
-# rxe_stat HOST INDEX: a qn_rxe_stats counter of the host (enum qn_rxe_counter), summed over CPUs
-rxe_stat() {
-	bpftool -j map lookup pinned "/sys/fs/bpf/quench/$TOPO_NAME/$1/qn_rxe_stats" key "$2" 0 0 0 |
-		jq '[(.formatted.values // .values)[] | .value] | add'
-}
-# write_bw TAG [extra client options]: ib_write_bw h1 -> h2 for 4 s, 16 KB writes, 4 in flight
-# (64 KB: less than the switch buffer, so nothing is dropped), QP timeout 2^20 x 4 us (a
-# TCG-slow queue never makes rxe retry)
-write_bw() {
-	local tag=$1
-	shift
-	ip netns exec "$(ns h2)" timeout 120 ib_write_bw -F -d "$D2" -x "$g2" -D 4 -s 16384 -t 4 -u 20 >"$WORK/$tag.server" 2>&1 &
-	local spid=$!
-	sleep 1.5 # perftest clients do not retry their TCP connect
-	ip netns exec "$(ns h1)" timeout 120 ib_write_bw -F -d "$D1" -x "$g1" -D 4 -s 16384 -t 4 -u 20 "$@" "$IP2" >"$WORK/$tag.client" 2>&1 ||
-		fail "ib_write_bw ($tag): $(tail -5 "$WORK/$tag.client")"
-	wait "$spid" || fail "ib_write_bw server ($tag): $(tail -5 "$WORK/$tag.server")"
-	echo "ib_write_bw ($tag): $(grep -A1 '#bytes' "$WORK/$tag.client" | tail -1)"
-}
+# write_bw: 4 s, 16 KB writes, 4 in flight (64 KB: less than the switch buffer, so nothing is
+# dropped)
+BW_OPTS="-D 4 -s 16384 -t 4"
 # sample_port FILE: h1's bytes into the switch (tor's port toward h1, rx_bytes) with the wall
 # time, every ~50 ms, until killed
 sample_port() {

@@ -42,6 +42,17 @@ Status rxe_host_up(const Topology &t, int host)
 				  r.error().to_string() + "): rxe hosts need a kernel with sch_fq and rdma_rxe, e.g. the "
 				  "VM kernels of `make vmtest` (docs/agent.md)");
 
+	// 1b. veth delivers through NAPI, one ring per direction, only when the receiver has GRO on
+	//     and the sender no TSO (veth_skb_is_eligible_for_gro); otherwise each frame enters the
+	//     receiver's backlog of the CPU that sent it, and frames fq releases from its timer on
+	//     one CPU and from rxe's send path on the other reach the switch (or rxe) out of order:
+	//     rxe then NAKs and resends (measured in the 7.3 VM, docs/agent.md "PAUSE").
+	const Port &sw_port = t.ports[size_t(p.peer_port)];
+	for (const auto &[where, dev] : {std::pair{ns, p.ifname}, std::pair{t.netns(sw_port.node), sw_port.ifname}})
+		if (auto r = run_ok({"ip", "netns", "exec", where, "ethtool", "-K", dev, "gro", "on", "tso", "off"}); !r)
+			return make_error("host '" + n.name + "' (stack=rxe): cannot set GRO on, TSO off for " + dev + " (" +
+					  r.error().to_string() + ")");
+
 	// 2. the programs, with the topology's shared dequeue-mark map, maps pinned per host.
 	qn_rxe *skel = qn_rxe__open();
 	if (!skel)

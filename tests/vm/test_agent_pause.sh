@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# vm: the Soft-RoCE agent, part 2 (docs/agent.md "PAUSE and SFC"): rxe hosts obey PFC PAUSE and
+# SFC's BTS in their tc programs (qn_rxe.bpf.c), inside a VM kernel with rdma_rxe. Two rxe hosts
+# on a quench switch, h1's link 12 Mbit/s, the port toward h2 10 Mbit/s. Behaviour only, never
+# timing (TCG):
+#  1. lossless: four ib_write_bw pairs h1 -> h2 started 0.5 s apart (ECN off, PFC on, XOFF with
+#     quanta of 200 ms at 12 Mbit/s; a buffer whose dynamic threshold, ~280 KB, is below what four
+#     QPs put in the queue without PAUSE, ~500 KB, and above the peaks measured with it, 130-175
+#     KB: docs/agent.md "PAUSE"): PAUSE frames reach h1 (> 0), the switch drops 0 packets, and
+#     rxe's duplicate_request and out_of_seq_request (h2), retry_exceeded_err (h1) stay 0;
+#     negative control `quench agent --no-pause` (the programs ignore PAUSE): drops > 0;
+#  2. SFC: two QPs h1 -> h2 (two ib_write_bw pairs); one BTS from the switch's port names QP A
+#     (50 ms). Seen on h1's wire (tcpdump on h1-eth0: frames as they leave its qdisc, the BTS as
+#     it arrives, before tc): QP A's frames leaving during the pause are at most its backlog in
+#     h1's qdisc when the BTS arrived
+#     (frames it had handed to fq, qn_rxe_qps.pkts_at_bts, minus those seen before the BTS)
+#     + 1 (a frame stamped on the other CPU as the BTS lands); QP B keeps sending (> 0 frames
+#     in the pause); the agent reports A's BTS and paused time. Negative control `--no-pause`:
+#     A's frames in the same window exceed that bound.
+# usage: test_agent_pause.sh QUENCH_BIN QN_TRAFFIC_BIN
+source "$(dirname "$0")/../netns/lib.sh"
+source "$(dirname "$0")/rxe_lib.sh"
+LAYOUT=${QN_RXE_LAYOUT:-netns}
+MODPROBE=${QN_VM_MODPROBE:-modprobe}
+for t in rdma ib_write_bw bpftool jq tcpdump; do command -v $t >/dev/null || skip "missing $t"; done
+$MODPROBE rdma_rxe 2>/dev/null || skip "kernel has no rdma_rxe module (rxe hosts need a VM kernel: make vmtest)"
+$MODPROBE ib_uverbs 2>/dev/null || true
+[ "$LAYOUT" = netns ] || skip "this kernel's rxe works only in the initial namespace (docs/agent.md)"
+for m in sch_fq sch_htb cls_bpf; do $MODPROBE $m 2>/dev/null || true; done
+
+# Buffer 560 KB, dynamic threshold alpha 1: one congested queue is admitted up to ~280 KB.
+topo=$(write_topo "defaults rate=10Mbps mtu=2048 delay=0 buffer=560KB
+switch tor
+host h1 stack=rxe
+host h2 stack=rxe
+link h1 tor rate=12Mbps
+link h2 tor")
+rxe_up "$topo"
+h1mac=$("$QUENCH" topo show "$TOPO_NAME" | awk '$1 == "host" && $2 == "h1" {print $8}')
+[ -n "$h1mac" ] || fail "no MAC for h1"
+
+# agent TAG [options]: the agent (scheme none: no rate control, only the host programs' PAUSE
+# and BTS handling, which --no-pause turns off) in the background
+agent() {
+	local tag=$1
+	shift
+	"$QUENCH" agent "$TOPO_NAME" "$@" >"$WORK/$tag.agent" 2>&1 &
+	APID=$!
+	BG_PIDS+=("$APID")
+	sleep 1
+}
+agent_stop() {
+	kill -INT "$APID"
+	wait "$APID" || fail "agent ($1): $(tail -3 "$WORK/$1.agent")"
+	grep -E '^(agent|qp|pfc):' "$WORK/$1.agent" || true
+}
+pause_xoff() {
+	bpftool -j map lookup pinned "/sys/fs/bpf/quench/$TOPO_NAME/h1/qn_rxe_pause" key 0 0 0 0 |
+		jq '(.formatted.value // .value).xoff'
+}
+
+# pairs TAG N STAGGER OPTS: N ib_write_bw pairs h1 -> h2 on their own TCP ports, the clients
+# started STAGGER s apart, OPTS on both sides, QP timeout 2^20 x 4 us (a TCG-slow queue never
+# makes rxe retry)
+pairs() {
+	local tag=$1 n=$2 stag=$3 opts=$4 i pids=()
+	for i in $(seq 1 "$n"); do
+		# shellcheck disable=SC2086 # opts is a list of options
+		ip netns exec "$(ns h2)" timeout 120 ib_write_bw -F -d "$D2" -x "$g2" $opts -u 20 -p $((18600 + i)) >"$WORK/$tag.s$i" 2>&1 &
+		pids+=($!)
+	done
+	sleep 1.5 # perftest clients do not retry their TCP connect
+	for i in $(seq 1 "$n"); do
+		# shellcheck disable=SC2086
+		ip netns exec "$(ns h1)" timeout 120 ib_write_bw -F -d "$D1" -x "$g1" $opts -u 20 -p $((18600 + i)) "$IP2" >"$WORK/$tag.c$i" 2>&1 &
+		pids+=($!)
+		sleep "$stag"
+	done
+	for i in "${!pids[@]}"; do
+		wait "${pids[$i]}" || fail "ib_write_bw ($tag): $(tail -3 "$WORK/$tag".[cs]* | tr '\n' ' ')"
+	done
+	for i in $(seq 1 "$n"); do echo "ib_write_bw ($tag $i): $(grep -A1 '#bytes' "$WORK/$tag.c$i" | tail -1)"; done
+}
+hw_all() { for c in duplicate_request out_of_seq_request; do hw_counter "$D2" $c; done; hw_counter "$D1" retry_exceeded_err; }
+
+# 1. lossless
+"$QUENCH" switch set "$TOPO_NAME/tor" ecn=off pfc=on xoff=16000 xon=8000 quanta=4700 >/dev/null
+# lossless_run TAG [agent options]: sets R to "drops xoff_at_h1 duplicate_request out_of_seq
+# retry_exceeded"
+lossless_run() {
+	local tag=$1 d0 x0 h0 h
+	shift
+	d0=$(sw drops) x0=$(pause_xoff) h0=$(hw_all | tr '\n' ' ')
+	agent "$tag" --cc none "$@"
+	pairs "$tag" 4 0.5 "-D 5 -s 65536 -t 8"
+	agent_stop "$tag"
+	read -r -a h <<<"$(hw_all | tr '\n' ' ')"
+	read -r -a h0 <<<"$h0"
+	R="$(($(sw drops) - d0)) $(($(pause_xoff) - x0)) $((h[0] - h0[0])) $((h[1] - h0[1])) $((h[2] - h0[2]))"
+}
+lossless_run pfc
+read -r drops xoff dup ooo rex <<<"$R"
+echo "PFC obeyed: switch drops $drops, PAUSE at h1 $xoff, duplicate_request $dup, out_of_seq_request $ooo, retry_exceeded_err $rex"
+[ "$xoff" -gt 0 ] || fail "no PAUSE reached h1: the bottleneck never paused (the check below would prove nothing)"
+[ "$drops" -eq 0 ] || fail "PFC on and obeyed, yet the switch dropped $drops packets"
+[ "$dup" -eq 0 ] && [ "$ooo" -eq 0 ] || fail "rxe saw $dup duplicate and $ooo out-of-sequence requests at h2 with PFC obeyed"
+[ "$rex" -eq 0 ] || fail "rxe's retry_exceeded_err at h1 is $rex"
+lossless_run nopause --no-pause
+read -r ndrops nxoff ndup _ _ <<<"$R"
+echo "--no-pause: switch drops $ndrops, PAUSE at h1 $nxoff (ignored), duplicate_request $ndup"
+[ "$ndrops" -gt 0 ] || fail "--no-pause: the switch dropped nothing: the lossless check cannot fail"
+
+# 2. SFC: a BTS for one of two QPs
+"$QUENCH" switch set "$TOPO_NAME/tor" pfc=off buffer=1MB >/dev/null
+PAUSE_US=50000
+# qps: h1's QPs toward h2 from its programs' table: "dest_qp sport pkts pkts_at_bts", one per line
+qps() {
+	bpftool -j map dump pinned "/sys/fs/bpf/quench/$TOPO_NAME/h1/qn_rxe_qps" |
+		jq -r '.[] | (.formatted // .) | "\(.key.qpn) \(.value.sport) \(.value.pkts) \(.value.pkts_at_bts)"'
+}
+# sfc_run TAG [agent options]: sets R to "leaked backlog other_qp_frames" (or nobts, ended,
+# mismatch: what went wrong)
+sfc_run() {
+	local tag=$1
+	shift
+	local pcap="$WORK/$tag.pcap" old
+	old=" $(qps | awk '{print $1}' | tr '\n' ' ') " # QPs of earlier runs (the table is LRU)
+	ip netns exec "$(ns h1)" tcpdump -i h1-eth0 -nn -U -B 8192 -w "$pcap" udp 2>"$WORK/$tag.tcpdump" &
+	local tpid=$!
+	BG_PIDS+=("$tpid")
+	sleep 1
+	agent "$tag" --cc none/sfc "$@"
+	pairs "$tag" 2 0 "-D 10 -s 4096 -t 2" &
+	local bpid=$!
+	local n=0
+	for _ in $(seq 1 100); do # both QPs sending (bounded: 10 s)
+		n=$(qps | awk -v old="$old" '$3 > 20 && index(old, " " $1 " ") == 0' | wc -l)
+		[ "$n" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ "$n" -ge 2 ] || fail "$tag: two ib_write_bw pairs did not start two QPs: $(qps)"
+	local qa sa
+	read -r qa sa _ <<<"$(qps | awk -v old="$old" 'index(old, " " $1 " ") == 0' | head -1)"
+	"$TRAFFIC" signal --netns "$(ns tor)" --dev tor-p1 --dst-mac "$h1mac" --src-ip "$IP2" --dst-ip "$IP1" \
+		--peer-ip "$IP2" --kind bts --sport "$sa" --dest-qp "$qa" --pause-us $PAUSE_US >/dev/null
+	wait "$bpid" || fail "$tag: ib_write_bw failed"
+	agent_stop "$tag"
+	sleep 0.5
+	kill -TERM "$tpid"
+	wait "$tpid" 2>/dev/null || true
+	grep -q '^0 packets dropped by kernel' "$WORK/$tag.tcpdump" || fail "$tag: tcpdump dropped packets: $(cat "$WORK/$tag.tcpdump")"
+	read -r _ _ pa at_bts <<<"$(qps | awk -v q="$qa" '$1 == q')"
+	# From the capture: the BTS's arrival (B), QP A's frames (A: from h1 to UDP 4791 with A's
+	# DestQP, BTH bytes 5-7 at UDP offset 13) and the other QP's (O), in time order: A's frames
+	# before the BTS, A's and O's leaving within the pause.
+	local fa="src host $IP1 and udp dst port 4791 and (udp[12:4] & 0xffffff) = $qa"
+	R=$({ tcpdump -r "$pcap" -tt -nn "udp dst port 4793" 2>/dev/null | sed 's/^/B /'
+		tcpdump -r "$pcap" -tt -nn "$fa" 2>/dev/null | sed 's/^/A /'
+		tcpdump -r "$pcap" -tt -nn "src host $IP1 and udp dst port 4791 and not ($fa)" 2>/dev/null | sed 's/^/O /'
+	} | sort -k2,2n | awk -v p="$PAUSE_US" -v pa="$pa" -v atb="$at_bts" '
+		$1 == "B" && tb == "" { tb = $2; next }
+		$1 == "A" { a++; if (tb == "") before++; else if ($2 < tb + p / 1e6) leak++ }
+		$1 == "O" && tb != "" { if ($2 < tb + p / 1e6) other++; else after++ }
+		END {
+			if (tb == "") { print "nobts"; exit }
+			if (!after) { print "ended"; exit }
+			if (a != pa) { print "mismatch " a " " pa; exit }
+			printf "%d %d %d\n", leak, atb - before, other
+		}')
+}
+# sfc_result TAG: fail unless R holds three numbers
+sfc_result() {
+	local l b o
+	read -r l b o <<<"$R"
+	[ "$l" != nobts ] || fail "$1: the BTS is not in the capture"
+	[ "$l" != ended ] || fail "$1: the other QP sent nothing after the pause: the traffic ended before it (the run proves nothing)"
+	[ "$l" != mismatch ] || fail "$1: the capture saw $b of QP A's frames, h1's programs counted $o: a capture that misses frames proves nothing"
+	[ -n "$o" ] || fail "$1: no result ($R)"
+}
+sfc_run bts
+sfc_result bts
+read -r leak backlog other <<<"$R"
+echo "BTS obeyed: QP A frames during its $((PAUSE_US / 1000)) ms pause $leak, its qdisc backlog at the BTS $backlog; QP B frames in the pause $other"
+grep -qE '^qp: .* 1 BTS, paused [1-9]' "$WORK/bts.agent" || fail "the agent did not report QP A's BTS and paused time: $(grep '^qp:' "$WORK/bts.agent")"
+[ "$leak" -le $((backlog + 1)) ] || fail "QP A sent $leak frames during its pause, more than its backlog $backlog + 1"
+[ "$other" -gt 0 ] || fail "QP B sent nothing while A was paused: the pause held the whole host"
+sfc_run nobts --no-pause
+sfc_result nobts
+read -r nleak nbacklog nother <<<"$R"
+echo "--no-pause: QP A frames in the same window $nleak, backlog $nbacklog; QP B $nother"
+[ "$nleak" -gt $((nbacklog + 1)) ] || fail "--no-pause: QP A stayed within its backlog: the pause check cannot fail"
+pass "PFC: 0 drops, $xoff PAUSE, 0 duplicates (--no-pause: $ndrops drops); BTS: QP A $leak frames in its pause <= backlog $backlog + 1, QP B $other (--no-pause: A $nleak)"

@@ -79,13 +79,13 @@ struct Fd {
 	}
 };
 
-// An AF_PACKET socket bound to `ifname` inside namespace `netns`.
+// An AF_PACKET socket bound to `ifname` inside namespace `netns` ("" = the agent's own).
 Result<int> packet_socket(const std::string &netns, const std::string &ifname)
 {
 	Fd self(open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
 	if (self.fd < 0)
 		return sys_error(errno, "open /proc/self/ns/net");
-	Fd target(open(("/var/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC));
+	Fd target(netns.empty() ? dup(self.fd) : open(("/var/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC));
 	if (target.fd < 0)
 		return sys_error(errno, "open namespace " + netns);
 	if (setns(target.fd, CLONE_NEWNET) != 0)

@@ -15,13 +15,37 @@ gid_index() {
 	done
 }
 
+# hns HOST: the rxe host's namespace, or "" when topo up put it in the initial namespace (a
+# kernel whose rxe works only there: docs/agent.md "Layout per kernel")
+hns() { "$QUENCH" topo show "$TOPO_NAME" | awk -v h="$1" '$1 == "host" && $2 == h {print ($4 == "(initial)") ? "" : $4}'; }
+# hif HOST: the name of the host's interface
+hif() { "$QUENCH" topo show "$TOPO_NAME" | awk -v h="$1" '$1 == "host" || $1 == "switch" {cur = $2; next} cur == h && /->/ {print $1; exit}'; }
+# hx HOST CMD...: run CMD where the host's interface is (after rxe_up)
+hx() {
+	local n
+	case $1 in h1) n=$NS1 ;; h2) n=$NS2 ;; *) n=$(hns "$1") ;; esac
+	shift
+	if [ -n "$n" ]; then ip netns exec "$n" "$@"; else "$@"; fi
+}
+
+# hxe HOST CMD...: the same, replacing the shell (for `hxe h1 cmd &`: $! is then CMD's pid)
+hxe() {
+	local n
+	case $1 in h1) n=$NS1 ;; h2) n=$NS2 ;; *) n=$(hns "$1") ;; esac
+	shift
+	if [ -n "$n" ]; then exec ip netns exec "$n" "$@"; else exec "$@"; fi
+}
+
 # rxe_up TOPO_FILE: bring up a topology whose rxe hosts h1 and h2 sit on switch tor; set D1/D2
-# (their rxe devices), IP1/IP2 and g1/g2 (their RoCE v2 GID indexes).
+# (their rxe devices), NS1/NS2 and IF1/IF2 (their namespaces and interfaces), IP1/IP2 and g1/g2
+# (their RoCE v2 GID indexes).
 rxe_up() {
 	"$QUENCH" topo up "$1" >/dev/null || fail "topo up with rxe hosts"
 	D1="qnr-$TOPO_NAME-h1" D2="qnr-$TOPO_NAME-h2"
-	IP1=$(ip -n "$(ns h1)" -4 -o addr show dev h1-eth0 | awk '{print $4}' | cut -d/ -f1)
-	IP2=$(ip -n "$(ns h2)" -4 -o addr show dev h2-eth0 | awk '{print $4}' | cut -d/ -f1)
+	NS1=$(hns h1) NS2=$(hns h2) IF1=$(hif h1) IF2=$(hif h2)
+	IP1=$(hx h1 ip -4 -o addr show dev "$IF1" | awk '{print $4}' | cut -d/ -f1)
+	IP2=$(hx h2 ip -4 -o addr show dev "$IF2" | awk '{print $4}' | cut -d/ -f1)
+	echo "rxe hosts: h1 $IF1 ${NS1:-(initial namespace)} $IP1, h2 $IF2 ${NS2:-(initial namespace)} $IP2"
 	g1="" g2=""
 	for _ in $(seq 1 50); do # GIDs appear asynchronously; bounded wait (5 s)
 		g1=$(gid_index "$D1" "$IP1") g2=$(gid_index "$D2" "$IP2")
@@ -49,11 +73,11 @@ write_bw() {
 	local tag=$1
 	shift
 	# shellcheck disable=SC2086 # BW_OPTS is a list of options
-	ip netns exec "$(ns h2)" timeout 120 ib_write_bw -F -d "$D2" -x "$g2" $BW_OPTS -u 20 >"$WORK/$tag.server" 2>&1 &
+	hx h2 timeout 120 ib_write_bw -F -d "$D2" -x "$g2" $BW_OPTS -u 20 >"$WORK/$tag.server" 2>&1 &
 	local spid=$!
 	sleep 1.5 # perftest clients do not retry their TCP connect
 	# shellcheck disable=SC2086
-	ip netns exec "$(ns h1)" timeout 120 ib_write_bw -F -d "$D1" -x "$g1" $BW_OPTS -u 20 "$@" "$IP2" >"$WORK/$tag.client" 2>&1 ||
+	hx h1 timeout 120 ib_write_bw -F -d "$D1" -x "$g1" $BW_OPTS -u 20 "$@" "$IP2" >"$WORK/$tag.client" 2>&1 ||
 		fail "ib_write_bw ($tag): $(tail -5 "$WORK/$tag.client")"
 	wait "$spid" || fail "ib_write_bw server ($tag): $(tail -5 "$WORK/$tag.server")"
 	echo "ib_write_bw ($tag): $(grep -A1 '#bytes' "$WORK/$tag.client" | tail -1)"

@@ -16,12 +16,10 @@
 # usage: test_agent.sh QUENCH_BIN QN_TRAFFIC_BIN
 source "$(dirname "$0")/../netns/lib.sh"
 source "$(dirname "$0")/rxe_lib.sh"
-LAYOUT=${QN_RXE_LAYOUT:-netns}
 MODPROBE=${QN_VM_MODPROBE:-modprobe}
 for t in rdma ib_write_bw ibv_rc_pingpong bpftool jq; do command -v $t >/dev/null || skip "missing $t"; done
 $MODPROBE rdma_rxe 2>/dev/null || skip "kernel has no rdma_rxe module (rxe hosts need a VM kernel: make vmtest)"
 $MODPROBE ib_uverbs 2>/dev/null || true
-[ "$LAYOUT" = netns ] || skip "this kernel's rxe works only in the initial namespace (agent part 2 adds that layout)"
 for m in sch_fq sch_htb cls_bpf; do $MODPROBE $m 2>/dev/null || true; done
 
 topo=$(write_topo "defaults rate=20Mbps mtu=2048 delay=0 buffer=400KB
@@ -105,10 +103,10 @@ echo "paced: $viol of $wins windows above 1.1 x the allowed rate (worst ratio $w
 "$QUENCH" agent "$TOPO_NAME" --cc dcqcn >"$WORK/pp.agent" 2>&1 &
 apid=$!
 BG_PIDS+=("$apid")
-ip netns exec "$(ns h2)" timeout 120 ibv_rc_pingpong -d "$D2" -g "$g2" -n 200 -c >"$WORK/pp.server" 2>&1 &
+hx h2 timeout 120 ibv_rc_pingpong -d "$D2" -g "$g2" -n 200 -c >"$WORK/pp.server" 2>&1 &
 ppid=$!
 sleep 1.5
-ip netns exec "$(ns h1)" timeout 120 ibv_rc_pingpong -d "$D1" -g "$g1" -n 200 -c "$IP2" >"$WORK/pp.client" 2>&1 ||
+hx h1 timeout 120 ibv_rc_pingpong -d "$D1" -g "$g1" -n 200 -c "$IP2" >"$WORK/pp.client" 2>&1 ||
 	fail "ibv_rc_pingpong -c with the agent on: $(tail -3 "$WORK/pp.client")"
 wait "$ppid" || fail "ibv_rc_pingpong server: $(tail -3 "$WORK/pp.server")"
 kill -INT "$apid"

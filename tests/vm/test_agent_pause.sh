@@ -10,7 +10,7 @@
 #     rxe's duplicate_request and out_of_seq_request (h2), retry_exceeded_err (h1) stay 0;
 #     negative control `quench agent --no-pause` (the programs ignore PAUSE): drops > 0;
 #  2. SFC: two QPs h1 -> h2 (two ib_write_bw pairs); one BTS from the switch's port names QP A
-#     (50 ms). Seen on h1's wire (tcpdump on h1-eth0: frames as they leave its qdisc, the BTS as
+#     (50 ms). Seen on h1's wire (tcpdump on h1's interface: frames as they leave its qdisc, the BTS as
 #     it arrives, before tc): QP A's frames leaving during the pause are at most its backlog in
 #     h1's qdisc when the BTS arrived
 #     (frames it had handed to fq, qn_rxe_qps.pkts_at_bts, minus those seen before the BTS)
@@ -20,12 +20,10 @@
 # usage: test_agent_pause.sh QUENCH_BIN QN_TRAFFIC_BIN
 source "$(dirname "$0")/../netns/lib.sh"
 source "$(dirname "$0")/rxe_lib.sh"
-LAYOUT=${QN_RXE_LAYOUT:-netns}
 MODPROBE=${QN_VM_MODPROBE:-modprobe}
 for t in rdma ib_write_bw bpftool jq tcpdump; do command -v $t >/dev/null || skip "missing $t"; done
 $MODPROBE rdma_rxe 2>/dev/null || skip "kernel has no rdma_rxe module (rxe hosts need a VM kernel: make vmtest)"
 $MODPROBE ib_uverbs 2>/dev/null || true
-[ "$LAYOUT" = netns ] || skip "this kernel's rxe works only in the initial namespace (docs/agent.md)"
 for m in sch_fq sch_htb cls_bpf; do $MODPROBE $m 2>/dev/null || true; done
 
 # Buffer 560 KB, dynamic threshold alpha 1: one congested queue is admitted up to ~280 KB.
@@ -66,13 +64,13 @@ pairs() {
 	local tag=$1 n=$2 stag=$3 opts=$4 i pids=()
 	for i in $(seq 1 "$n"); do
 		# shellcheck disable=SC2086 # opts is a list of options
-		ip netns exec "$(ns h2)" timeout 120 ib_write_bw -F -d "$D2" -x "$g2" $opts -u 20 -p $((18600 + i)) >"$WORK/$tag.s$i" 2>&1 &
+		hx h2 timeout 120 ib_write_bw -F -d "$D2" -x "$g2" $opts -u 20 -p $((18600 + i)) >"$WORK/$tag.s$i" 2>&1 &
 		pids+=($!)
 	done
 	sleep 1.5 # perftest clients do not retry their TCP connect
 	for i in $(seq 1 "$n"); do
 		# shellcheck disable=SC2086
-		ip netns exec "$(ns h1)" timeout 120 ib_write_bw -F -d "$D1" -x "$g1" $opts -u 20 -p $((18600 + i)) "$IP2" >"$WORK/$tag.c$i" 2>&1 &
+		hx h1 timeout 120 ib_write_bw -F -d "$D1" -x "$g1" $opts -u 20 -p $((18600 + i)) "$IP2" >"$WORK/$tag.c$i" 2>&1 &
 		pids+=($!)
 		sleep "$stag"
 	done
@@ -125,7 +123,7 @@ sfc_run() {
 	shift
 	local pcap="$WORK/$tag.pcap" old
 	old=" $(qps | awk '{print $1}' | tr '\n' ' ') " # QPs of earlier runs (the table is LRU)
-	ip netns exec "$(ns h1)" tcpdump -i h1-eth0 -nn -U -B 8192 -w "$pcap" udp 2>"$WORK/$tag.tcpdump" &
+	hxe h1 tcpdump -i "$IF1" -nn -U -B 8192 -w "$pcap" udp 2>"$WORK/$tag.tcpdump" &
 	local tpid=$!
 	BG_PIDS+=("$tpid")
 	sleep 1

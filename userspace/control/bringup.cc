@@ -200,10 +200,49 @@ Status attach_steering(const Topology &t, int host)
 	return st;
 }
 
+// An rxe host in the initial namespace (kStackRxeInitNs; docs/agent.md "Layout per kernel"):
+// its veth up with its address on the prefix that covers every host of the topology, so each
+// such host has a connected route to the others through its own veth (rxe looks its route up
+// bound to its device; without that route the kernel's local table sends it over lo), and the
+// sysctls that let a namespace send to its own addresses over a wire: accept_local (the source is
+// local too) and rp_filter off; a static neighbour per other host (the switch port's MAC). No
+// default route and no gateway: the initial namespace's own routing stays as it was.
+Status initns_host_up(const Topology &t, int host)
+{
+	const Port &p = t.ports[size_t(t.ports_of(host)[0])];
+	uint32_t lo = UINT32_MAX, hi = 0;
+	for (const auto &n : t.nodes)
+		if (n.kind == NodeKind::Host) {
+			lo = std::min(lo, n.ip);
+			hi = std::max(hi, n.ip);
+		}
+	int prefix = 32;
+	while (prefix > 8 && (lo >> (32 - prefix)) != (hi >> (32 - prefix)))
+		prefix--;
+	std::string batch = "link set " + p.ifname + " up\naddr add " + ip_to_string(t.nodes[size_t(host)].ip) + "/" +
+			    std::to_string(prefix) + " dev " + p.ifname + "\n";
+	// Every other host behind the switch port's MAC, as the gateway is in a host namespace: the
+	// switch answers no ARP.
+	const Port &peer = t.ports[size_t(p.peer_port)];
+	for (const auto &n : t.nodes)
+		if (n.kind == NodeKind::Host && n.id != host)
+			batch += "neigh replace " + ip_to_string(n.ip) + " lladdr " + mac_to_string(peer.mac) + " dev " +
+				 p.ifname + " nud permanent\n";
+	// IPv6 off before the link is up (no RS/MLD frames for the switch to drop as not IPv4), as
+	// in the host namespaces, but for this device alone.
+	QN_TRY(write_sysctl("net/ipv6/conf/" + p.ifname + "/disable_ipv6", "1"));
+	QN_TRY(run_ok({"ip", "-batch", "-"}, batch));
+	for (const std::string dev : {"all", p.ifname.c_str()}) {
+		QN_TRY(write_sysctl("net/ipv4/conf/" + dev + "/accept_local", "1"));
+		QN_TRY(write_sysctl("net/ipv4/conf/" + dev + "/rp_filter", "0"));
+	}
+	return ok_status();
+}
+
 bool healthy(const Topology &t)
 {
 	for (const auto &n : t.nodes)
-		if (!netns_exists(t.netns(n.id)))
+		if (!t.netns(n.id).empty() && !netns_exists(t.netns(n.id)))
 			return false;
 	for (const auto &n : t.nodes) {
 		if (n.kind != NodeKind::Switch)
@@ -265,9 +304,12 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	// 1. namespaces, IPv6 off before any interface exists (no RS/MLD noise in the counters).
 	std::string batch;
 	for (const auto &n : t.nodes)
-		batch += "netns add " + t.netns(n.id) + "\n";
+		if (!t.netns(n.id).empty()) // an rxe host in the initial namespace has none
+			batch += "netns add " + t.netns(n.id) + "\n";
 	QN_TRY(run_ok({"ip", "-batch", "-"}, batch));
 	for (const auto &n : t.nodes) {
+		if (t.netns(n.id).empty())
+			continue;
 		NetnsScope ns(t.netns(n.id));
 		QN_TRY(ns.status());
 		QN_TRY(write_sysctl("net/ipv6/conf/all/disable_ipv6", "1"));
@@ -279,6 +321,7 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	const bool with_cables = o.cables && !cable_links(t).empty();
 	if (with_cables)
 		QN_TRY(run_ok({"ip", "netns", "add", cable_netns(t)}));
+	auto in_ns = [&](int node) { return t.netns(node).empty() ? std::string() : " netns " + t.netns(node); };
 	for (size_t li = 0; li < t.links.size(); li++) {
 		const Link &l = t.links[li];
 		const Port *a = nullptr, *b = nullptr;
@@ -297,16 +340,19 @@ Status topo_up(const Topology &t, const UpOptions &o)
 			continue;
 		}
 		batch += "link add " + a->ifname + " index " + std::to_string(a->ifindex) + " mtu " +
-			 std::to_string(l.mtu) + " address " + mac_to_string(a->mac) + " netns " + t.netns(a->node) +
+			 std::to_string(l.mtu) + " address " + mac_to_string(a->mac) + in_ns(a->node) +
 			 " type veth peer name " + b->ifname + " index " + std::to_string(b->ifindex) + " mtu " +
-			 std::to_string(l.mtu) + " address " + mac_to_string(b->mac) + " netns " + t.netns(b->node) +
-			 "\n";
+			 std::to_string(l.mtu) + " address " + mac_to_string(b->mac) + in_ns(b->node) + "\n";
 	}
 	QN_TRY(run_ok({"ip", "-batch", "-"}, batch));
 
 	// 3. per namespace: links up; hosts get their address, an on-link gateway and a static
 	//    neighbour for it (the switch port's MAC), so no ARP is ever needed.
 	for (const auto &n : t.nodes) {
+		if (t.netns(n.id).empty()) {
+			QN_TRY(initns_host_up(t, n.id));
+			continue;
+		}
 		batch = "link set lo up\n";
 		for (int pi : t.ports_of(n.id)) {
 			const Port &p = t.ports[size_t(pi)];
@@ -370,7 +416,7 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	// 6. host steering (skipped where the MTU is too large for native XDP on veth).
 	if (o.attach_steering) {
 		for (const auto &n : t.nodes) {
-			if (n.kind != NodeKind::Host || n.stack == kStackRxe)
+			if (n.kind != NodeKind::Host || is_rxe_stack(n.stack))
 				continue;
 			const Link &l = t.links[size_t(t.ports[size_t(t.ports_of(n.id)[0])].link)];
 			if (l.mtu > 3506)
@@ -381,7 +427,7 @@ Status topo_up(const Topology &t, const UpOptions &o)
 
 	// 6b. Soft-RoCE hosts: rdma_rxe on the veth, fq and the qn_rxe programs (docs/agent.md).
 	for (const auto &n : t.nodes)
-		if (n.kind == NodeKind::Host && n.stack == kStackRxe)
+		if (n.kind == NodeKind::Host && is_rxe_stack(n.stack))
 			QN_TRY(rxe_host_up(t, n.id));
 
 	// 7. the state file marks the topology complete; then the control process (PFC frames)

@@ -87,7 +87,7 @@ tp::EngineDesc engine_desc(const Topology &t, const PortFactory &ports, bool pro
 	for (const Link &l : t.links)
 		d.links.push_back(tp::FabricLink{l.a, l.b, l.rate_bps, l.delay_ns, l.mtu});
 	for (const Node &n : t.nodes) {
-		if (n.kind != NodeKind::Host || n.stack == kStackRxe) // rxe hosts: rdma_rxe and the agent
+		if (n.kind != NodeKind::Host || is_rxe_stack(n.stack)) // rxe hosts: rdma_rxe and the agent
 			continue;
 		const Port &p = t.ports[size_t(t.ports_of(n.id)[0])];
 		const Link &l = t.links[size_t(p.link)];

@@ -18,6 +18,8 @@ namespace qn {
 
 NetnsScope::NetnsScope(const std::string &name) : status_(ok_status())
 {
+	if (name.empty()) // the current namespace (an rxe host in the initial one: Topology::netns)
+		return;
 	orig_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (orig_ < 0) {
 		status_ = sys_error(errno, "open own network namespace");

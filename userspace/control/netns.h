@@ -15,7 +15,7 @@ namespace qn {
 // destruction. Check ok() (or status()) before using the namespace.
 class NetnsScope {
 public:
-	explicit NetnsScope(const std::string &name);
+	explicit NetnsScope(const std::string &name); // "": stay where the thread is
 	~NetnsScope();
 	NetnsScope(const NetnsScope &) = delete;
 	NetnsScope &operator=(const NetnsScope &) = delete;

@@ -2,6 +2,7 @@
 #include "control/rxe_host.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,9 +24,52 @@ std::string rxe_device(const Topology &t, int host) { return "qnr-" + t.name + "
 bool has_rxe_hosts(const Topology &t)
 {
 	for (const auto &n : t.nodes)
-		if (n.kind == NodeKind::Host && n.stack == kStackRxe)
+		if (n.kind == NodeKind::Host && is_rxe_stack(n.stack))
 			return true;
 	return false;
+}
+
+namespace {
+
+// argv run inside namespace `ns` ("" = here).
+std::vector<std::string> in_netns(const std::string &ns, std::vector<std::string> argv)
+{
+	if (!ns.empty())
+		argv.insert(argv.begin(), {"ip", "netns", "exec", ns});
+	return argv;
+}
+
+} // namespace
+
+bool rxe_netns_aware()
+{
+	// rdma_rxe from kernels whose rxe keeps a UDP socket per namespace has rxe_ns.c; the symbols
+	// are in /proc/kallsyms while the module is loaded (names are readable without addresses).
+	std::ifstream k("/proc/kallsyms");
+	std::string line;
+	while (std::getline(k, line))
+		if (line.find(" rxe_ns_pernet_sk4") != std::string::npos || line.find(" rxe_namespace_init") != std::string::npos)
+			return true;
+	return false;
+}
+
+int place_rxe_hosts(Topology &t)
+{
+	if (!has_rxe_hosts(t))
+		return 0;
+	std::error_code ec;
+	if (!std::filesystem::exists("/sys/module/rdma_rxe", ec))
+		(void)run({"modprobe", "rdma_rxe"}); // `rdma link add` would load it anyway
+	if (!std::filesystem::exists("/sys/module/rdma_rxe", ec) || rxe_netns_aware())
+		return 0;
+	int moved = 0;
+	for (auto &n : t.nodes)
+		if (n.kind == NodeKind::Host && n.stack == kStackRxe) {
+			n.stack = kStackRxeInitNs;
+			t.ports[size_t(t.ports_of(n.id)[0])].ifname = initns_ifname(t.name, n.name);
+			moved++;
+		}
+	return moved;
 }
 
 Status rxe_host_up(const Topology &t, int host)
@@ -37,7 +81,7 @@ Status rxe_host_up(const Topology &t, int host)
 
 	// 1. sch_fq honours the EDT departure times the egress program sets; its per-flow limit
 	//    is above rxe's own cap of in-flight packets per QP.
-	if (auto r = run_ok({"tc", "-n", ns, "qdisc", "replace", "dev", p.ifname, "root", "fq", "flow_limit", "1000"}); !r)
+	if (auto r = run_ok(in_netns(ns, {"tc", "qdisc", "replace", "dev", p.ifname, "root", "fq", "flow_limit", "1000"})); !r)
 		return make_error("host '" + n.name + "' (stack=rxe): cannot put sch_fq on " + p.ifname + " (" +
 				  r.error().to_string() + "): rxe hosts need a kernel with sch_fq and rdma_rxe, e.g. the "
 				  "VM kernels of `make vmtest` (docs/agent.md)");
@@ -49,7 +93,7 @@ Status rxe_host_up(const Topology &t, int host)
 	//     rxe then NAKs and resends (measured in the 7.3 VM, docs/agent.md "PAUSE").
 	const Port &sw_port = t.ports[size_t(p.peer_port)];
 	for (const auto &[where, dev] : {std::pair{ns, p.ifname}, std::pair{t.netns(sw_port.node), sw_port.ifname}})
-		if (auto r = run_ok({"ip", "netns", "exec", where, "ethtool", "-K", dev, "gro", "on", "tso", "off"}); !r)
+		if (auto r = run_ok(in_netns(where, {"ethtool", "-K", dev, "gro", "on", "tso", "off"})); !r)
 			return make_error("host '" + n.name + "' (stack=rxe): cannot set GRO on, TSO off for " + dev + " (" +
 					  r.error().to_string() + ")");
 
@@ -87,10 +131,9 @@ Status rxe_host_up(const Topology &t, int host)
 				 "qn_rxe ingress of " + p.ifname));
 	}
 
-	// 3. the rxe device on the veth, inside the host's namespace (netns-aware rxe: 7.x kernels;
-	//    docs/agent.md for 6.1).
-	auto r = run({"ip", "netns", "exec", ns, "rdma", "link", "add", rxe_device(t, host), "type", "rxe", "netdev",
-		      p.ifname});
+	// 3. the rxe device on the veth, inside the host's namespace (netns-aware rxe: 7.x kernels) or
+	//    in the initial one (6.1: place_rxe_hosts).
+	auto r = run(in_netns(ns, {"rdma", "link", "add", rxe_device(t, host), "type", "rxe", "netdev", p.ifname}));
 	if (!r)
 		return r.error();
 	if (r->status != 0)

@@ -14,6 +14,12 @@ namespace qn {
 std::string rxe_device(const Topology &t, int host);
 // Return: true when the topology has an rxe host.
 bool has_rxe_hosts(const Topology &t);
+// Return: true when the loaded rdma_rxe keeps its sockets per network namespace (it has rxe_ns.c:
+// 7.x kernels); Debian 12's 6.1 rxe works only in the initial namespace.
+bool rxe_netns_aware();
+// On a kernel whose rdma_rxe is loaded (or loadable) and not namespace-aware, move every
+// `stack=rxe` host of `t` to the initial namespace (kStackRxeInitNs). Return: how many moved.
+int place_rxe_hosts(Topology &t);
 // Bring rxe host `host` up: qdisc, programs (maps pinned under the host's pin dir), rxe device.
 // Errors name the step (a kernel without rdma_rxe says so).
 Status rxe_host_up(const Topology &t, int host);

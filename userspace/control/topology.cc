@@ -146,8 +146,10 @@ const ParamTable<Node> &host_table()
 	static const ParamTable<Node> t("host", {
 							{"ip", ParamKind::Ipv4, &Node::ip, 0, 0, {}, "IPv4 address (derived when not given)"},
 							{"mac", ParamKind::MacAddr, &Node::mac, 0, 0, {}, "MAC address (derived when not given)"},
-							{"stack", ParamKind::Choice, &Node::stack, 0, 0, {"engine", "rxe"},
-							 "RDMA stack: the quench engine, or Soft-RoCE (rdma_rxe; VM kernels, docs/agent.md)"},
+							{"stack", ParamKind::Choice, &Node::stack, 0, 0, {"engine", "rxe", "rxe-initns"},
+							 "RDMA stack: the quench engine, or Soft-RoCE (rdma_rxe; VM kernels, docs/agent.md); "
+							 "rxe-initns: its veth end in the initial namespace (kernels whose rxe works only "
+							 "there; `topo up` picks it for stack=rxe on such a kernel)"},
 						});
 	return t;
 }
@@ -176,6 +178,18 @@ Status link_attr(Ctx &c, int line, Link &l, const std::string &k, std::string v)
 }
 
 } // namespace
+
+// The veth name of an rxe host in the initial namespace: unique there across topologies and
+// within IFNAMSIZ ("qr" + 8 hex digits of an FNV-1a hash of "topology/host").
+std::string initns_ifname(const std::string &topo, const std::string &host)
+{
+	uint32_t h = 2166136261u;
+	for (char c : topo + "/" + host)
+		h = (h ^ uint8_t(c)) * 16777619u;
+	char b[16];
+	std::snprintf(b, sizeof(b), "qr%08x", h);
+	return b;
+}
 
 uint32_t ns3_node_ip(int id)
 {
@@ -527,11 +541,13 @@ Status derive(Topology &t)
 					return make_error(at(src, l.line) + "host '" + n.name +
 							  "' has a second link: hosts are single-homed");
 				p.ifname = n.name + "-eth0";
-				if (n.stack == kStackRxe && l.delay_ns > 0)
+				if (n.stack == kStackRxeInitNs) // one initial namespace for every topology
+					p.ifname = initns_ifname(t.name, n.name);
+				if (is_rxe_stack(n.stack) && l.delay_ns > 0)
 					return field_error(src, l.line, "delay",
 							   "host '" + n.name + "' runs rdma_rxe (stack=rxe): its link has no delay "
 							   "line, so its delay must be 0");
-				if (l.mtu > kMaxHostMtu && n.stack != kStackRxe)
+				if (l.mtu > kMaxHostMtu && !is_rxe_stack(n.stack))
 					t.warnings.push_back(at(src, l.line) + "mtu " + std::to_string(l.mtu) +
 							     " on host link of '" + n.name + "' is above " +
 							     std::to_string(kMaxHostMtu) +
@@ -665,7 +681,8 @@ std::string Topology::to_text() const
 	for (const auto &n : nodes) {
 		if (n.kind == NodeKind::Host)
 			o << "host " << n.name << " ip=" << ip_to_string(n.ip) << " mac=" << mac_to_string(n.mac)
-			  << (n.stack == kStackRxe ? " stack=rxe" : "") << "\n";
+			  << (n.stack == kStackRxe ? " stack=rxe" : n.stack == kStackRxeInitNs ? " stack=rxe-initns" : "")
+			  << "\n";
 		else
 		{
 			o << "switch " << n.name << " buffer=" << n.buffer_bytes;
@@ -692,7 +709,8 @@ std::string Topology::describe() const
 	std::ostringstream o;
 	o << "topology " << name << " (" << source << ")\n";
 	for (const auto &n : nodes) {
-		o << (n.kind == NodeKind::Host ? "host   " : "switch ") << n.name << "  netns " << netns(n.id);
+		o << (n.kind == NodeKind::Host ? "host   " : "switch ") << n.name << "  netns "
+		  << (netns(n.id).empty() ? "(initial)" : netns(n.id));
 		if (n.kind == NodeKind::Host)
 			o << "  ip " << ip_to_string(n.ip) << "  mac " << mac_to_string(n.mac);
 		else

@@ -25,9 +25,15 @@ struct LinkDefaults {
 };
 
 // A host's RDMA stack: the quench engine (AF_XDP) or Soft-RoCE (rdma_rxe on its veth, driven
-// by `quench agent`; docs/agent.md).
+// by `quench agent`; docs/agent.md), in the host's namespace or, for kernels whose rxe works
+// only in the initial namespace (Debian 12's 6.1), with its veth end in the initial namespace.
 inline constexpr int kStackEngine = 0;
 inline constexpr int kStackRxe = 1;
+inline constexpr int kStackRxeInitNs = 2;
+inline bool is_rxe_stack(int stack) { return stack == kStackRxe || stack == kStackRxeInitNs; }
+
+// The veth name of an rxe host in the initial namespace (kStackRxeInitNs).
+std::string initns_ifname(const std::string &topo, const std::string &host);
 
 struct Node {
 	std::string name;
@@ -38,7 +44,7 @@ struct Node {
 	bool ip_given = false;
 	Mac mac{};                // host MAC; derived when not given
 	bool mac_given = false;
-	int stack = 0;             // host: kStackEngine or kStackRxe (`host NAME stack=rxe`)
+	int stack = 0;             // host: kStackEngine, kStackRxe or kStackRxeInitNs (`stack=rxe`)
 	uint64_t buffer_bytes = 0; // switch shared buffer B
 	// Other switch settings as written (admission, alpha, ecn, kmin, ...: swcfg.h), validated
 	// at parse time and applied at `topo up`.
@@ -89,7 +95,11 @@ struct Topology {
 
 	int find(const std::string &node) const;
 	std::vector<int> ports_of(int node) const;
-	std::string netns(int node) const { return "qn-" + name + "-" + nodes[size_t(node)].name; }
+	// The node's namespace; "" for an rxe host in the initial namespace (kStackRxeInitNs).
+	std::string netns(int node) const
+	{
+		return nodes[size_t(node)].stack == kStackRxeInitNs ? "" : "qn-" + name + "-" + nodes[size_t(node)].name;
+	}
 	// Return: the ECMP routes for one switch: a /32 per host with every shortest-path next hop.
 	std::vector<Route> routes_for(int sw) const;
 	// The topology in quench's own format with every value explicit; parsing it gives the

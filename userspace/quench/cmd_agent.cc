@@ -55,7 +55,7 @@ int cmd_agent(int argc, char **argv, int first)
 		return die(t.error().to_string());
 	std::vector<agent::HostDesc> hosts;
 	for (const Node &n : t->nodes) {
-		if (n.kind != NodeKind::Host || n.stack != kStackRxe)
+		if (n.kind != NodeKind::Host || !is_rxe_stack(n.stack))
 			continue;
 		const Port &p = t->ports[size_t(t->ports_of(n.id)[0])];
 		const Link &l = t->links[size_t(p.link)];

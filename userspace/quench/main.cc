@@ -17,6 +17,7 @@
 #include "control/bringup.h"
 #include "control/exec.h"
 #include "control/experiment.h"
+#include "control/rxe_host.h"
 #include "control/stats.h"
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
@@ -314,6 +315,9 @@ int cmd_topo(const Args &a)
 		o.dilation = *d;
 		o.attach_steering = !a.no_steering;
 		o.cables = !a.no_cables;
+		if (int moved = qn::place_rxe_hosts(*t))
+			std::fprintf(stderr, "topo up: this kernel's rdma_rxe works only in the initial namespace: %d rxe "
+					     "host(s) put there (stack=rxe-initns, docs/agent.md)\n", moved);
 		auto start = std::chrono::steady_clock::now();
 		auto s = qn::topo_up(*t, o);
 		if (!s.ok())

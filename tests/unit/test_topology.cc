@@ -200,6 +200,31 @@ TEST_CASE("rxe_hosts__parse_and_round_trip", "[topology]")
 	CHECK(back->nodes[size_t(back->find("b"))].stack == kStackEngine);
 }
 
+TEST_CASE("rxe_hosts__initial_namespace_layout", "[topology]")
+{
+	// stack=rxe-initns (what `topo up` picks on a kernel whose rxe works only in the initial
+	// namespace): no namespace of its own, a veth name unique there and within IFNAMSIZ, and the
+	// choice survives the state file (the agent reads it back).
+	const char *text = "name t\ndefaults delay=0\nswitch s\nhost a stack=rxe-initns\nhost b stack=rxe\nlink a s\nlink b s\n";
+	auto t = parse_topology(text, "x.topo");
+	REQUIRE(t.ok());
+	const int a = t->find("a"), b = t->find("b");
+	CHECK(t->nodes[size_t(a)].stack == kStackRxeInitNs);
+	CHECK(is_rxe_stack(t->nodes[size_t(a)].stack));
+	CHECK(t->netns(a).empty());
+	CHECK(t->netns(b) == "qn-t-b");
+	const std::string ifa = t->ports[size_t(t->ports_of(a)[0])].ifname;
+	CHECK(ifa == initns_ifname("t", "a"));
+	CHECK(ifa.size() < 16);
+	CHECK(ifa != initns_ifname("u", "a")); // another topology's host a
+	CHECK(t->ports[size_t(t->ports_of(b)[0])].ifname == "b-eth0");
+	CHECK(t->describe().find("netns (initial)") != std::string::npos);
+	auto back = parse_topology(t->to_text(), "state");
+	REQUIRE(back.ok());
+	CHECK(back->nodes[size_t(back->find("a"))].stack == kStackRxeInitNs);
+	CHECK(back->ports[size_t(back->ports_of(back->find("a"))[0])].ifname == ifa);
+}
+
 TEST_CASE("routes_for__ecmp_over_equal_paths", "[topology]")
 {
 	auto t = load_topology_file(kNetns + "leafspine.topo");

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# vm: the Soft-RoCE agent, part 1 (docs/agent.md), inside a VM kernel with namespace-aware rxe.
+# vm: the Soft-RoCE agent, part 1 (docs/agent.md), inside a VM kernel with rdma_rxe (hosts in
+# their namespaces, or in the initial one where the kernel's rxe works only there: 6.1).
 # Two rxe hosts (stack=rxe) on a quench switch; h1's link 20 Mbit/s, the port toward h2 shaped
 # at 10 Mbit/s (rxe under TCG moves about 20 Mbit/s here: the controller's rates must be below
 # what rxe would send unpaced, or pacing could not show), so ib_write_bw from h1 to h2 builds a

@@ -9,7 +9,6 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
-#include <cstring>
 #include <ctime>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include "control/packet.h"
 #include "control/pfc.h"
 #include "qn_rxe.skel.h"
+#include "transport/wire.h"
 
 using namespace qn;
 
@@ -218,25 +218,22 @@ TEST_CASE("qn_rxe_ingress__cnp_and_ce_to_the_agent", "[bpf][rxe]")
 
 namespace {
 
-// A BTS from kPeer to this host naming the QP (kPeer, dest_qp) by its trimmed headers (sfc.md §5).
+// A BTS from kPeer to this host naming the QP (kPeer, dest_qp) by its trimmed headers (sfc.md §5),
+// encoded by the wire codec the engine and `qn_traffic signal` use.
 Bytes rxe_bts(uint32_t dest_qp, uint16_t pause_us)
 {
 	const Bytes data = build_frame(rxe_frame(QN_OP_RC_WRITE_ONLY, 0, dest_qp));
-	FrameSpec s;
-	s.saddr = kPeer;
-	s.daddr = kLocal;
-	s.tos = QN_DSCP_CONTROL << 2;
-	s.sport = 0xC5A1;
-	s.dport = QN_BTS_UDP_PORT;
-	s.bth = false;
-	s.payload_len = sizeof(qn_bts);
-	Bytes f = build_frame(s);
-	uint8_t *b = &f[42];
-	std::memset(b, 0, sizeof(qn_bts));
-	b[0] = QN_BTS_VERSION << 4;
-	b[2] = uint8_t(pause_us >> 8);
-	b[3] = uint8_t(pause_us);
-	std::memcpy(b + 8, &data[14], 40); // the data's IPv4, UDP and BTH
+	tp::TxHeader h;
+	h.src = tp::Endpoint{Mac{0x02, 0, 0, 0, 0, 1}, kPeer};
+	h.dst = tp::Endpoint{Mac{0x02, 0, 0, 0, 0, 2}, kLocal};
+	h.sport = 0xC5A1;
+	tp::BtsInfo b;
+	b.version = QN_BTS_VERSION;
+	b.pause_us = pause_us;
+	Bytes f(tp::kBtsFrameBytes);
+	f.resize(tp::encode_bts(h, b, std::span<const uint8_t, tp::kTrimmedBytes>(data.data() + QN_ETH_HLEN, tp::kTrimmedBytes),
+				f.data(), f.size()));
+	REQUIRE(!f.empty());
 	return f;
 }
 

@@ -15,6 +15,15 @@ gid_index() {
 	done
 }
 
+# rxe_require TOOL...: skip unless the tools are there and the kernel has rdma_rxe; load the
+# modules rxe hosts use (a VM has no udev; QN_VM_MODPROBE is the VM's modprobe)
+rxe_require() {
+	local t m modprobe=${QN_VM_MODPROBE:-modprobe}
+	for t in "$@"; do command -v "$t" >/dev/null || skip "missing $t"; done
+	$modprobe rdma_rxe 2>/dev/null || skip "kernel has no rdma_rxe module (rxe hosts need a VM kernel: make vmtest)"
+	for m in ib_uverbs sch_fq sch_htb cls_bpf; do $modprobe $m 2>/dev/null || true; done
+}
+
 # hns HOST: the rxe host's namespace, or "" when topo up put it in the initial namespace (a
 # kernel whose rxe works only there: docs/agent.md "Layout per kernel")
 hns() { "$QUENCH" topo show "$TOPO_NAME" | awk -v h="$1" '$1 == "host" && $2 == h {print ($4 == "(initial)") ? "" : $4}'; }

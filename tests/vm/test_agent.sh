@@ -17,11 +17,7 @@
 # usage: test_agent.sh QUENCH_BIN QN_TRAFFIC_BIN
 source "$(dirname "$0")/../netns/lib.sh"
 source "$(dirname "$0")/rxe_lib.sh"
-MODPROBE=${QN_VM_MODPROBE:-modprobe}
-for t in rdma ib_write_bw ibv_rc_pingpong bpftool jq; do command -v $t >/dev/null || skip "missing $t"; done
-$MODPROBE rdma_rxe 2>/dev/null || skip "kernel has no rdma_rxe module (rxe hosts need a VM kernel: make vmtest)"
-$MODPROBE ib_uverbs 2>/dev/null || true
-for m in sch_fq sch_htb cls_bpf; do $MODPROBE $m 2>/dev/null || true; done
+rxe_require rdma ib_write_bw ibv_rc_pingpong bpftool jq
 
 topo=$(write_topo "defaults rate=20Mbps mtu=2048 delay=0 buffer=400KB
 switch tor

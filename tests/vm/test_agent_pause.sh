@@ -20,11 +20,7 @@
 # usage: test_agent_pause.sh QUENCH_BIN QN_TRAFFIC_BIN
 source "$(dirname "$0")/../netns/lib.sh"
 source "$(dirname "$0")/rxe_lib.sh"
-MODPROBE=${QN_VM_MODPROBE:-modprobe}
-for t in rdma ib_write_bw bpftool jq tcpdump; do command -v $t >/dev/null || skip "missing $t"; done
-$MODPROBE rdma_rxe 2>/dev/null || skip "kernel has no rdma_rxe module (rxe hosts need a VM kernel: make vmtest)"
-$MODPROBE ib_uverbs 2>/dev/null || true
-for m in sch_fq sch_htb cls_bpf; do $MODPROBE $m 2>/dev/null || true; done
+rxe_require rdma ib_write_bw bpftool jq tcpdump
 
 # Buffer 560 KB, dynamic threshold alpha 1: one congested queue is admitted up to ~280 KB.
 topo=$(write_topo "defaults rate=10Mbps mtu=2048 delay=0 buffer=560KB

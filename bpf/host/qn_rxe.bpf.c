@@ -274,7 +274,7 @@ static __always_inline int qn_rxe_pfc(void *data, void *data_end, const struct q
 		return TC_ACT_SHOT;
 	op = bpf_ntohs(b->opcode);
 	if (op == QN_PAUSE_OPCODE)
-		enable = 0xFF; /* every priority, by quanta[0] */
+		enable = 0xFF; /* every priority, for the one pause time after the opcode */
 	else if (op == QN_PFC_OPCODE)
 		enable = bpf_ntohs(b->enable) & 0xFF;
 	else
@@ -290,7 +290,7 @@ static __always_inline int qn_rxe_pfc(void *data, void *data_end, const struct q
 		pz = bpf_map_lookup_elem(&qn_rxe_pause, &prio);
 		if (!pz)
 			continue;
-		q = bpf_ntohs(b->quanta[op == QN_PAUSE_OPCODE ? 0 : i]);
+		q = bpf_ntohs(op == QN_PAUSE_OPCODE ? b->enable : b->quanta[i]);
 		__sync_fetch_and_add(q ? &pz->xoff : &pz->xon, 1);
 		qn_rxe_pause_set(&pz->until_ns, &pz->paused_ns, now, now + q * 512 * 1000000000ULL / cfg->link_bps);
 	}

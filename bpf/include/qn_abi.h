@@ -772,11 +772,11 @@ struct qn_rxe_pause {
 	__u64 xon;          /* ... with quanta 0 */
 };
 
-/* An 802.1Qbb PFC frame after its Ethernet header (802.3x PAUSE: opcode 0x0001, quanta[0] for
- * every priority). Big-endian. */
+/* An 802.1Qbb PFC frame after its Ethernet header. Big-endian. An 802.3x PAUSE (opcode
+ * QN_PAUSE_OPCODE) has its one pause time, for every priority, where `enable` is. */
 struct qn_pfc_body {
 	__be16 opcode;      /* QN_PFC_OPCODE or QN_PAUSE_OPCODE */
-	__be16 enable;      /* bit i: quanta[i] is valid */
+	__be16 enable;      /* bit i: quanta[i] is valid (802.3x: the pause time) */
 	__be16 quanta[8];   /* in 512-bit times of the link */
 };
 #define QN_PAUSE_OPCODE 0x0001

@@ -333,6 +333,21 @@ TEST_CASE("qn_rxe__pfc_pauses_the_priority_it_names", "[bpf][rxe]")
 		CHECK(z.until_ns <= t1 + 2 * q_ns);
 		CHECK(z.until_ns > t1 + q_ns);
 	}
+	SECTION("an 802.3x PAUSE (one pause time after the opcode) holds every priority")
+	{
+		honor(x, QN_RXE_HONOR_PFC, link);
+		Bytes f(kPfcFrameLen, 0);
+		const uint8_t head[] = {0x01, 0x80, 0xC2, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 1, 0x88, 0x08,
+					0x00, 0x01, uint8_t(q >> 8), uint8_t(q)};
+		std::copy(std::begin(head), std::end(head), f.begin());
+		CHECK(x.run(x.ingress(), f).retval == 2);
+		const qn_rxe_pause z0 = pause_of(x, 0), z6 = pause_of(x, 6);
+		CHECK(z0.xoff == 1);
+		CHECK(z6.until_ns == z0.until_ns);
+		CHECK(z0.paused_ns == q_ns);
+		CHECK(x.run(x.egress(), data).tstamp == z0.until_ns);
+		CHECK(x.run(x.egress(), ctrl).tstamp == z6.until_ns);
+	}
 	SECTION("negative control: PFC not obeyed, the frame is still taken and counted")
 	{
 		honor(x, 0, link);

@@ -16,7 +16,9 @@
 #     (frames it had handed to fq, qn_rxe_qps.pkts_at_bts, minus those seen before the BTS)
 #     + 1 (a frame stamped on the other CPU as the BTS lands); QP B keeps sending (> 0 frames
 #     in the pause); the agent reports A's BTS and paused time. Negative control `--no-pause`:
-#     A's frames in the same window exceed that bound.
+#     A's frames in the same window exceed that bound;
+#  3. the switch's own BTS (sfc=on, traffic class 104: the data priority SFC signals): every BTS
+#     it sends is taken by the QP it names (the agent's count = the switch's) and pauses it.
 # usage: test_agent_pause.sh QUENCH_BIN QN_TRAFFIC_BIN
 source "$(dirname "$0")/../netns/lib.sh"
 source "$(dirname "$0")/rxe_lib.sh"
@@ -183,4 +185,19 @@ sfc_result nobts
 read -r nleak nbacklog nother <<<"$R"
 echo "--no-pause: QP A frames in the same window $nleak, backlog $nbacklog; QP B $nother"
 [ "$nleak" -gt $((nbacklog + 1)) ] || fail "--no-pause: QP A stayed within its backlog: the pause check cannot fail"
-pass "PFC: 0 drops, $xoff PAUSE, 0 duplicates (--no-pause: $ndrops drops); BTS: QP A $leak frames in its pause <= backlog $backlog + 1, QP B $other (--no-pause: A $nleak)"
+# 3. the switch's own BTS (sfc=on) toward an rxe host: SFC signals the data priority only, so the
+#    application sets it (traffic class 104 = DSCP 26, as RoCE deployments do); every BTS the
+#    switch sends reaches the QP (the agent's per-QP count = the switch's), which pauses
+"$QUENCH" switch set "$TOPO_NAME/tor" sfc=on sfc_qth=30000 sfc_qtg=15000 sfc_tbf=1ms >/dev/null
+b0=$(sw sfc_bts_queue)
+agent swbts --cc none/sfc
+BW_OPTS="-D 3 -s 65536 -t 8 --tclass=104"
+write_bw swbts
+agent_stop swbts
+sent=$(($(sw sfc_bts_queue) - b0))
+read -r took paused <<<"$(sed -n 's/^agent: .* \([0-9]*\) BTS, BTS-paused \([0-9.]*\) ms$/\1 \2/p' "$WORK/swbts.agent")"
+echo "switch BTS: sent $sent, taken by h1's QP $took, paused ${paused} ms"
+[ "$sent" -gt 0 ] || fail "sfc=on with a queue above Q_Th, yet the switch sent no BTS"
+[ "${took:-0}" -eq "$sent" ] || fail "the switch sent $sent BTS, h1's programs took ${took:-0} for its QP"
+awk -v p="${paused:-0}" 'BEGIN { exit !(p > 0) }' || fail "the BTS paused nothing"
+pass "PFC: 0 drops, $xoff PAUSE, 0 duplicates (--no-pause: $ndrops drops); BTS: QP A $leak frames in its pause <= backlog $backlog + 1, QP B $other (--no-pause: A $nleak); the switch's $sent BTS all taken"

@@ -11,11 +11,13 @@ namespace cc = qn::tp::cc;
 
 TEST_CASE("agent__runs_cnp_schemes_and_refuses_the_rest_by_their_signals", "[agent]")
 {
-	for (const char *ok : {"none", "pfc", "dcqcn", "dcqcn+w", "dcqcn:lossy", "dcqcn+w:lossy"})
+	// CNPs and pacing from the agent, BTS pauses from the host programs (issue 23)
+	for (const char *ok : {"none", "pfc", "dcqcn", "dcqcn+w", "dcqcn:lossy", "dcqcn+w:lossy", "dcqcn/sfc",
+			       "dcqcn+w/sfc:lossy", "none/sfc"})
 		CHECK(agent::refuse_reason(ok).empty());
 	CHECK_THAT(agent::refuse_reason("ldcp"), Catch::Contains("needs ack"));
 	CHECK_THAT(agent::refuse_reason("dcqcn/pbfs"), Catch::Contains("postcard"));
-	CHECK_THAT(agent::refuse_reason("dcqcn+w/sfc:lossy"), Catch::Contains("bts"));
+	CHECK_THAT(agent::refuse_reason("dcqcn/pbfs"), Catch::Contains("message"));
 	CHECK_THAT(agent::refuse_reason("nosuch"), Catch::Contains("nosuch"));
 	// the signals compose over the parts
 	auto s = cc::scheme("dcqcn+w/sfc:lossy");

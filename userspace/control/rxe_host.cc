@@ -90,7 +90,7 @@ Status rxe_host_up(const Topology &t, int host)
 	//     and the sender no TSO (veth_skb_is_eligible_for_gro); otherwise each frame enters the
 	//     receiver's backlog of the CPU that sent it, and frames fq releases from its timer on
 	//     one CPU and from rxe's send path on the other reach the switch (or rxe) out of order:
-	//     rxe then NAKs and resends (measured in the 7.3 VM, docs/agent.md "PAUSE").
+	//     rxe then NAKs and resends (measured in the 7.3 VM, docs/agent.md "Ordering").
 	const Port &sw_port = t.ports[size_t(p.peer_port)];
 	for (const auto &[where, dev] : {std::pair{ns, p.ifname}, std::pair{t.netns(sw_port.node), sw_port.ifname}})
 		if (auto r = run_ok(in_netns(where, {"ethtool", "-K", dev, "gro", "on", "tso", "off"})); !r)

@@ -10,6 +10,8 @@ PKGS=(
 	libbpf-dev libxdp-dev libelf-dev zlib1g-dev liburing-dev
 	bpftool xdp-tools
 	libcli11-dev
+	# netlink for the pause gate (switchd, tcgate.cc)
+	libmnl-dev
 	# JSON output (`--format json`, issue 16): header-only
 	nlohmann-json3-dev
 	# tests

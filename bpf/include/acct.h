@@ -39,7 +39,7 @@
  * release the egress, buffer and PFC accounts. If a repair already released them (or the cell
  * is contended three times in a row), nothing is released here: the bytes stay for the repair.
  */
-static __always_inline void qn_acct_release(const struct qn_set_pfc *pfc, struct qn_qstate *qs, __u32 eport,
+static __always_inline void qn_acct_release(const struct qn_swcfg *cfg, struct qn_qstate *qs, __u32 eport,
 					    __u32 in_port, __u32 prio, __u32 len, __u64 now)
 {
 	struct qn_pfc_acct *pa = qn_pfc_acct_of(in_port, prio);
@@ -67,11 +67,12 @@ taken:
 	used = bpf_map_lookup_elem(&qn_buffer, &zero);
 	if (used)
 		__sync_fetch_and_add(used, -(__s64)len);
-	qn_pfc_release(pfc, pa, in_port, prio, len, now);
+	qn_pfc_release(&cfg->pfc, pa, in_port, prio, len, now, cfg->buffer.bytes, used ? *used : 0);
 }
 
 struct qn_repair_ctx {
-	const struct qn_set_pfc *pfc;
+	const struct qn_swcfg *cfg;
+	__s64 used;             /* the shared buffer in use before the repair */
 	__u64 now;
 	__s64 taken;
 	__u32 eport;
@@ -96,7 +97,8 @@ static long qn_repair_cell(__u32 i, void *arg)
 	b = __sync_lock_test_and_set(cell, 0); /* never negative: only a compare-and-swap takes */
 	if (b <= 0)
 		return 0;
-	qn_pfc_release(x->pfc, pa, i / QN_NUM_PRIOS, i % QN_NUM_PRIOS, (__u32)b, x->now);
+	qn_pfc_release(&x->cfg->pfc, pa, i / QN_NUM_PRIOS, i % QN_NUM_PRIOS, (__u32)b, x->now, x->cfg->buffer.bytes,
+		       x->used - x->taken - b);
 	x->taken += b;
 	return 0;
 }
@@ -114,7 +116,9 @@ static __always_inline void qn_acct_repair(const struct qn_swcfg *cfg, struct qn
 
 	if (!cfg)
 		return;
-	x.pfc = &cfg->pfc;
+	x.cfg = cfg;
+	used = bpf_map_lookup_elem(&qn_buffer, &zero);
+	x.used = used ? *used : 0;
 	x.now = now;
 	x.eport = eport;
 	bpf_loop(QN_MAX_PORTS * QN_NUM_PRIOS, qn_repair_cell, &x, 0);

@@ -45,7 +45,7 @@ static __always_inline void qn_dq_release(struct qn_dq_ctx *d)
 		return;
 	in_port = (mark >> QN_MARK_PORT_SHIFT) & (QN_MAX_PORTS - 1);
 	prio = (mark >> QN_MARK_PRIO_SHIFT) & (QN_NUM_PRIOS - 1);
-	qn_acct_release(&d->cfg->pfc, d->qs, d->eport, in_port, prio, len, d->now);
+	qn_acct_release(d->cfg, d->qs, d->eport, in_port, prio, len, d->now);
 }
 
 /* RED stage at dequeue: `backlog` is the port's queue after this packet left (the tracepoint
@@ -113,6 +113,9 @@ static __always_inline void qn_dq_one(struct qn_dq_ctx *d, struct sk_buff *skb, 
 		qn_fid_departure(d->fp, d->eport, skb->len, d->now, i + 1 < packets ? 1 : d->backlog);
 	qn_dq_red(d);
 	qn_dq_release(d);
+	/* A pause from the neighbouring switch is open: count what leaves (pfc.h). */
+	if (d->qs->pause_start_ns && skb->priority != QN_HTB_CLASS_CONTROL)
+		qn_pfc_departure(d->qs, bpf_map_lookup_elem(&qn_port_stats, &d->eport), skb->len, d->now);
 }
 
 static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_queue *txq, int packets,

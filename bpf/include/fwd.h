@@ -12,6 +12,7 @@
 #include "csum.h"
 #include "ecn.h"
 #include "hash.h"
+#include "pfc.h"
 
 /*
  * qn_skb_linearize - make the headers the parser needs linear and writable.
@@ -91,11 +92,16 @@ static __always_inline __u32 qn_stage_port(struct qn_ctx *c)
 
 /*
  * Port stage, part 2 (after parsing): hosts cannot send switch signals or pause frames
- * (DESIGN.md §3); PFC frames from switches are counted and consumed.
- * Return: 0 or the drop reason.
+ * (DESIGN.md §3); a PFC frame from a switch pauses or resumes this port's data class (pfc.h),
+ * handed to the control thread when obeyed (pfc.obey).
+ * Return: 0, QN_VERDICT_CONSUMED or the drop reason.
  */
 static __always_inline __u32 qn_stage_port_filter(struct qn_ctx *c)
 {
+	const struct qn_swcfg *cfg;
+	struct qn_qstate *qs;
+	long q;
+
 	if (c->p.cls == QN_CLASS_PFC)
 		c->st->pfc_rx++;
 	if (c->in->role == QN_ROLE_HOST) {
@@ -106,9 +112,18 @@ static __always_inline __u32 qn_stage_port_filter(struct qn_ctx *c)
 		if (c->p.cls == QN_CLASS_PFC)
 			return QN_DROP_HOST_PFC;
 	}
-	if (c->p.cls == QN_CLASS_PFC)
+	if (c->p.cls != QN_CLASS_PFC)
+		return 0;
+	cfg = qn_swcfg_get();
+	qs = bpf_map_lookup_elem(&qn_qstate, &c->in_port);
+	if (!cfg || !qs)
 		return QN_DROP_PFC_FRAME;
-	return 0;
+	q = qn_pfc_receive(cfg, c->in, c->in_port, qs, c->st, c->data, c->data_end, bpf_ktime_get_ns());
+	if (!cfg->pfc.obey)
+		return QN_DROP_PFC_FRAME;
+	if (q >= 0)
+		qn_pfc_post_ev(c->ifindex, c->in_port, 0, (__u32)q, QN_PFC_EV_RX);
+	return QN_VERDICT_CONSUMED;
 }
 
 /* Forward stage: the next hop and the egress port's state. Return: 0 or QN_DROP_NO_ROUTE. */

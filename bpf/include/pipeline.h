@@ -35,6 +35,7 @@ struct qn_ctx {
 	struct qn_nexthop *nh;        /* chosen next hop (forward stage) */
 	struct qn_port_stats *est;    /* egress port counters (may be NULL) */
 	struct qn_qstate *qs;         /* egress queue state (may be NULL) */
+	struct qn_pfc_acct *pa;       /* (ingress port, priority) PFC account, once looked up */
 	const struct qn_swcfg *cfg;   /* settings (may be NULL before the control plane wrote them) */
 	__u64 now;                    /* wall ns (bpf_ktime_get_ns) */
 	__u64 depth_b, depth_p;       /* egress queue ahead of this packet */
@@ -82,7 +83,16 @@ static __always_inline void qn_orphan_drop(__u32 reason)
 
 static __always_inline int qn_is_ctrl(const struct qn_pkt *p)
 {
-	return p->cls == QN_CLASS_CONTROL || p->cls == QN_CLASS_BTS || p->cls == QN_CLASS_POSTCARD;
+	return p->cls == QN_CLASS_CONTROL || p->cls == QN_CLASS_BTS || p->cls == QN_CLASS_POSTCARD ||
+	       p->cls == QN_CLASS_PFC; /* a frame a switch sends itself through its qdisc (switchd's kick) */
+}
+
+/* A port's link rate in wall bit/s (fabric rate / D). */
+static __always_inline __u64 qn_wall_rate_bps(const struct qn_port *port, __u32 dilation_milli)
+{
+	if (!dilation_milli)
+		return port->rate_bps;
+	return port->rate_bps * 1000 / dilation_milli;
 }
 
 /* An ECT data packet that is not yet CE: what RED may mark. */

@@ -104,11 +104,12 @@ enum qn_port_role {
 	X(HOST_PFC, host_pfc, "PFC/PAUSE frame arriving from a host") \
 	X(MALFORMED_ROCE, malformed_roce, "UDP 4791 without a full BTH") \
 	X(VLAN_DEPTH, vlan_depth, "more than QN_VLAN_MAX_DEPTH tags") \
-	X(PFC_FRAME, pfc_frame, "PFC from a switch: consumed (switch-to-switch PFC is issue 24)") \
+	X(PFC_FRAME, pfc_frame, "PFC from a switch, not obeyed (pfc_obey=off); obeyed ones are taken, not dropped") \
 	X(REDIRECT, redirect, "bpf_redirect refused the egress ifindex") \
 	X(BUFFER, buffer, "shared-buffer admission (dynamic threshold) refused it") \
 	X(INJECTED, injected, "random loss injected by the loss test knob") \
-	X(LDCP_NOT_ECT, ldcp_not_ect, "LDCP: a Not-ECT (fast-start) data packet found its egress queue at or above K")
+	X(LDCP_NOT_ECT, ldcp_not_ect, "LDCP: a Not-ECT (fast-start) data packet found its egress queue at or above K") \
+	X(LOSSLESS, lossless, "PFC on: a data packet found its paused account's headroom or the shared buffer full (a lossless class must never drop: a run with one is not a result)")
 
 enum qn_drop_reason {
 #define QN_X_ENUM(id, name, doc) QN_DROP_##id,
@@ -138,6 +139,9 @@ struct qn_port {
 	__u8 mac[6];      /* this port's MAC */
 	__u8 pad[2];
 	__u32 burst_bytes; /* the port's HTB burst (the virtual queue's token bucket depth) */
+	__u32 hdrm_bytes;  /* PFC headroom of an account of this ingress port: bytes it may still take
+	                    * after its XOFF (pfc.h; sized by the control plane, docs/switch.md "PFC") */
+	__u32 pad2;
 };
 
 /* qn_fib: LPM trie, key = {prefixlen, IPv4 address in network order}. */
@@ -199,7 +203,10 @@ struct qn_fib_val {
 	X(sfcp_pause, "sfcp", "BTS for the host on this port turned into one PFC PAUSE (SFC-P)") \
 	X(ldcp_drop, "ldcp_d", "Not-ECT data packets toward this port dropped at K (LDCP's fast-start drop)") \
 	X(pbfs_marked, "pbt", "PBT-marked data packets toward this port (PB-FS)") \
-	X(pbfs_congested, "pbfs_c", "of them, found this port congested (PB-FS Definition 1): a CC-postcard requested")
+	X(pbfs_congested, "pbfs_c", "of them, found this port congested (PB-FS Definition 1): a CC-postcard requested") \
+	X(pfc_rx_xoff, "xoff_rx", "PAUSE frames (quanta > 0) from the neighbouring switch on this port") \
+	X(pfc_rx_xon, "xon_rx", "XON frames (quanta 0) from the neighbouring switch on this port") \
+	X(pfc_slip_bytes, "slip_B", "data bytes that left through this port while its neighbour had it paused")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;
@@ -215,6 +222,9 @@ struct qn_cfg {
 	__u32 dilation_milli; /* D x 1000; BPF converts bpf_ktime_get_ns() to fabric ns with it */
 	__u32 addr_be;        /* the switch's IPv4 address (source of the signals it originates) */
 	__u64 sample_interval_wall_ns; /* queue samples at most this often per port (fabric x D) */
+	__u32 nports;         /* ports of this switch */
+	__u32 pad;
+	__u64 hdrm_total_bytes; /* the sum of the ports' qn_port.hdrm_bytes: the buffer PFC reserves */
 };
 
 /* ---- queues (issue 4) ---- */
@@ -255,10 +265,15 @@ struct qn_set_red {
 	__u64 kmax_bytes;
 };
 struct qn_set_pfc {
-	__u32 on;               /* 1 = edge PFC on host-facing ports */
+	__u32 on;               /* 1 = PFC: XOFF/XON per (ingress port, priority), data class lossless */
 	__u32 quanta;           /* quanta in XOFF frames */
 	__u64 xoff_bytes;       /* per (ingress port, priority) */
 	__u64 xon_bytes;        /* resume threshold */
+	__u32 edge_only;        /* 1 = generate on host-facing ports only (edge PFC) */
+	__u32 obey;             /* 1 = a PAUSE from a neighbouring switch stops this port's data class */
+	__u32 alpha_ppm;        /* > 0: dynamic XOFF threshold alpha x (B - headroom - used), 1e6 = 1 */
+	__u32 pad;
+	__u64 hdrm_bytes;       /* headroom per (ingress port, priority); 0 = each port's qn_port.hdrm_bytes */
 };
 /* Test knobs. `on` is derived by the control plane (1 when any other field is non-zero): one
  * check keeps every knob off the per-packet path when none is set. */
@@ -468,6 +483,20 @@ struct qn_qstate {
 	__s64 vq_tokens;        /* its tokens, at most the port's burst; negative after an overdraw */
 	__u64 vq_last_ns;       /* wall ns of its last update */
 	__u64 last_sample_ns;   /* wall ns of the last queue sample posted */
+	/* PFC from the neighbouring switch on this port (pfc.h): its data class is paused while
+	 * now < pause_until_ns. Written at the PAUSE's arrival (ingress) and by departures (the
+	 * dequeue hook), which also close a pause: the first data departure at or after its end. */
+	__u64 pause_until_ns;   /* wall ns the pause ends (an XON: its arrival) */
+	__u64 pause_start_ns;   /* wall ns the open pause began; 0 = none open */
+	__u64 paused_rx_ns;     /* closed pauses, wall ns */
+	__u64 pauses;           /* pauses begun */
+	__u64 ep_slip_bytes;    /* data bytes that left in the open pause */
+	__u64 ep_last_slip_ns;  /* wall ns of its last one (0 = none) */
+	__u64 slip_max_bytes;   /* most data bytes one closed pause let out */
+	__u64 quiet_max_ns;     /* longest time from a pause's start to its last data departure */
+	__u64 resume_max_ns;    /* longest time from a pause's end to the first data departure */
+	__u64 resume_sum_ns;    /* their sum, over resume_cnt pauses closed by a departure */
+	__u64 resume_cnt;
 };
 
 /* qn_test_qdepth: ARRAY by port_no, read only with qn_set_test.qdepth (BPF_PROG_TEST_RUN has no
@@ -483,6 +512,11 @@ struct qn_pfc_acct {
 	__s64 bytes;            /* charged at enqueue, released at dequeue */
 	__u64 paused;           /* 1 while the peer is held in XOFF (64-bit: BPF cmpxchg) */
 	__u64 since_ns;         /* wall ns of the XOFF that started the pause */
+	__s64 xoff_at;          /* bytes at that XOFF: a paused account may grow to xoff_at + headroom */
+	__u64 pause_rx;         /* bytes that arrived since that XOFF (this pause) */
+	__u64 pause_rx_max;     /* the most bytes one pause of this account took in (headroom used,
+	                         * departures not subtracted) */
+	__u64 hdrm_peak;        /* the highest bytes - xoff_at seen while paused */
 	__s64 by_egress[QN_MAX_PORTS]; /* of the charges, those not yet released, by egress port
 	                                * (acct.h: what the repair releases when a queue is empty) */
 };
@@ -492,10 +526,13 @@ struct qn_pfc_event {
 	__u32 ifindex;          /* port whose peer is paused/resumed */
 	__u32 port_no;
 	__u16 prio;
-	__u16 flags;            /* QN_PFC_EV_ONCE */
+	__u16 flags;            /* QN_PFC_EV_ONCE, QN_PFC_EV_RX */
 	__u32 quanta;           /* 0 = XON */
+	__u64 t_ns;             /* wall ns (CLOCK_MONOTONIC) of the post: the control thread's latency */
 };
 #define QN_PFC_EV_ONCE 0x1      /* one PAUSE frame, never refreshed, no XON (SFC-P) */
+#define QN_PFC_EV_RX 0x2        /* received: the neighbour on port_no paused (quanta > 0) or resumed
+                                 * (0) this port's data class; switchd gates it */
 
 struct qn_qsample {
 	__u64 ts_ns;            /* bpf_ktime_get_ns() (wall) */

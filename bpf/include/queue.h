@@ -14,16 +14,10 @@
 #define QN_QUEUE_H
 
 #include "pipeline.h"
+#include "pfc.h"
 #include "testknob.h"
 
 /* Wall-clock rate of a port: its fabric rate / D. */
-static __always_inline __u64 qn_wall_rate_bps(const struct qn_port *port, __u32 dilation_milli)
-{
-	if (!dilation_milli)
-		return port->rate_bps;
-	return port->rate_bps * 1000 / dilation_milli;
-}
-
 /*
  * The virtual queue models the port's HTB class as a fluid token bucket: tokens accrue at the
  * wall rate up to the burst, a packet finding no queue and positive tokens leaves at once and
@@ -104,18 +98,18 @@ static __always_inline int qn_admit(const struct qn_swcfg *cfg, __u64 depth, __u
 
 /* Charge an admitted packet to its egress port, the buffer and (when in use) the virtual
  * queue, whose state at `now` is vq/tokens. */
-static __always_inline void qn_charge(struct qn_qstate *qs, __u32 len, int vq_used, __u64 vq, __s64 tokens,
-				      __u64 now)
+static __always_inline __s64 qn_charge(struct qn_qstate *qs, __u32 len, int vq_used, __u64 vq, __s64 tokens,
+				       __u64 now)
 {
 	__u32 zero = 0;
-	__s64 *used = bpf_map_lookup_elem(&qn_buffer, &zero);
+	__s64 *used = bpf_map_lookup_elem(&qn_buffer, &zero), u = 0;
 
 	__sync_fetch_and_add(&qs->acct_bytes, len);
 	__sync_fetch_and_add(&qs->acct_pkts, 1);
 	if (used)
-		__sync_fetch_and_add(used, len);
+		u = __sync_fetch_and_add(used, len) + len;
 	if (!vq_used)
-		return;
+		return u;
 	if (!vq && tokens > 0)
 		tokens -= len; /* leaves at once, possibly overdrawing the bucket */
 	else
@@ -123,6 +117,7 @@ static __always_inline void qn_charge(struct qn_qstate *qs, __u32 len, int vq_us
 	qs->vq_bytes = vq;
 	qs->vq_tokens = tokens;
 	qs->vq_last_ns = now;
+	return u;
 }
 
 /* Queue stage: the egress queue's depth ahead of this packet (real qdisc, virtual queue, or the
@@ -155,22 +150,41 @@ static __always_inline __u32 qn_stage_queue(struct qn_ctx *c)
 	return 0;
 }
 
-/* Admission stage: the dynamic threshold. Return: 0 or QN_DROP_BUFFER. */
+/* Admission stage: the dynamic threshold; with PFC on, the data class by its ingress account
+ * instead (lossless, pfc.h). Return: 0, QN_DROP_BUFFER or QN_DROP_LOSSLESS. */
 static __always_inline __u32 qn_stage_admit(struct qn_ctx *c)
 {
+	int ctrl = qn_is_ctrl(&c->p);
+	__u32 zero = 0;
+	__s64 *used;
+
 	if (!c->cfg || !c->qs)
 		return 0;
-	return qn_admit(c->cfg, c->depth_b, c->len, qn_is_ctrl(&c->p)) ? 0 : QN_DROP_BUFFER;
+	if (c->cfg->pfc.on && !ctrl) {
+		c->pa = qn_pfc_acct_of(c->in_port, c->prio);
+		used = bpf_map_lookup_elem(&qn_buffer, &zero);
+		if (c->pa && used && !qn_pfc_admit(c->cfg, c->in, c->pa, *used, c->len))
+			return QN_DROP_LOSSLESS;
+		return 0;
+	}
+	return qn_admit(c->cfg, c->depth_b, c->len, ctrl) ? 0 : QN_DROP_BUFFER;
 }
 
 /* Account an admitted packet (released by the dequeue hook, dequeue.h) and tag it for the hook:
  * QN_MARK_MAGIC | ingress port_no << 16 | prio << 8. */
 static __always_inline void qn_stage_charge(struct qn_ctx *c)
 {
+	__s64 used;
+
 	if (!c->cfg || !c->qs)
 		return;
-	qn_charge(c->qs, c->len, c->qsrc == 1, c->depth_b, c->tokens, c->now);
+	used = qn_charge(c->qs, c->len, c->qsrc == 1, c->depth_b, c->tokens, c->now);
 	c->skb->mark = QN_MARK_MAGIC | (c->in_port << QN_MARK_PORT_SHIFT) | (c->prio << QN_MARK_PRIO_SHIFT);
+	if (!c->pa)
+		c->pa = qn_pfc_acct_of(c->in_port, c->prio);
+	if (c->pa)
+		qn_pfc_charge(&c->cfg->pfc, c->pa, c->in, c->st, c->ifindex, c->in_port, c->prio, c->eport, c->len, c->now,
+			      c->cfg->buffer.bytes, used);
 }
 
 #endif /* QN_QUEUE_H */

@@ -5,19 +5,19 @@
  *
  *   port         fwd.h      ingress port, counters                    (unknown port: orphan drop)
  *   [pull+parse] here       headers linear, parsed                    (parser verdicts)
- *   port_filter  fwd.h      what a port may send; PFC frames consumed
+ *   port_filter  fwd.h      what a port may send; a switch's PFC frames obeyed (pfc.h)
  *   fidelity     fidmon.h   arrival monitor of host ports
  *   dqmark       dqmark.h   a mark the upstream switch decided at dequeue
  *   forward      fwd.h      FIB, ECMP: next hop, egress port
  *   queue        queue.h    egress depth ahead of the packet
  *   test_loss    testknob.h injected loss (test knob)
- *   admit        queue.h    dynamic-threshold admission
+ *   admit        queue.h    dynamic-threshold admission; lossless (pfc.h) with PFC on
  *   red          red.h      RED/ECN decision at enqueue
  *   (schemes)    one header per scheme stage, registered in QN_SCHEME_STAGES below:
  *                ldcp.h (LDCP: Not-ECT data dropped at K)
  *                sfc.h (SFC: BTS trigger, pause caches, SFC-P, incast estimator)
  *   rewrite      fwd.h      TTL, CE, MACs
- *   charge, pfc  queue.h, pfc.h  accounting released at dequeue; XOFF
+ *   charge, pfc  queue.h, pfc.h  accounting released at dequeue; XOFF on every port
  *   test_mirror  testknob.h signal trigger (test knob)
  *   [emit+redirect] here    copies for the builder (signals.h), bpf_redirect
  *
@@ -67,6 +67,7 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	c.mark_ce = c.nsig = 0;
 	c.cfg = 0;
 	c.qs = 0;
+	c.pa = 0;
 	c.est = 0;
 	c.ifindex = skb->ingress_ifindex;
 	c.len = skb->len;
@@ -96,6 +97,7 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	else if (qn_dqmark_apply(c.data, c.data_end, &c.p))
 		c.p.tos |= QN_ECN_CE;
 	QN_STAGE(r, qn_stage_forward(&c));
+	c.prio = (c.p.tos >> 5) & (QN_NUM_PRIOS - 1); /* DSCP >> 3: 26 -> 3 (data), 48 -> 6 (control) */
 	c.cfg = qn_swcfg_get();
 	QN_STAGE(r, qn_stage_queue(&c));
 	QN_STAGE(r, qn_stage_test_loss(&c));
@@ -104,11 +106,7 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 	QN_STAGE(r, qn_stage_qalarm(&c));
 	QN_SCHEME_STAGES(&c, r);
 	QN_STAGE(r, qn_stage_rewrite(&c));
-	c.prio = (c.p.tos >> 5) & (QN_NUM_PRIOS - 1); /* DSCP >> 3: 26 -> 3 (data), 48 -> 6 (control) */
-	if (c.cfg && c.qs) {
-		qn_stage_charge(&c);
-		qn_pfc_charge(&c.cfg->pfc, c.in, c.st, c.ifindex, c.in_port, c.prio, c.eport, c.len, c.now);
-	}
+	qn_stage_charge(&c);
 	QN_STAGE(r, qn_stage_test_mirror(&c));
 	qn_sig_emit(&c);
 

@@ -67,6 +67,7 @@ struct SwitchFixture {
 		qn_port p{};
 		p.port_no = no;
 		p.role = role;
+		p.hdrm_bytes = 64 * 1024; // PFC headroom (pfc.h): what a paused account may still take
 		REQUIRE(bpf_map_update_elem(bpf_map__fd(skel->maps.qn_ports), &ifindex, &p, BPF_ANY) == 0);
 	}
 	void add_route(uint32_t dst, int n)

@@ -3,6 +3,7 @@
 // TEST_RUN has no real qdisc (skb->dev is lo), so depths come from qn_test_qdepth (the qdepth test knob).
 #include "switch_fixture.h"
 
+#include "control/pfc.h"
 #include "control/swcfg.h"
 
 #include <bpf/libbpf.h>
@@ -343,13 +344,217 @@ TEST_CASE("qn_tc_ingress__pfc_xoff_event", "[bpf][queue][pfc]")
 	CHECK(events[0].prio == 3);
 	CHECK(events[0].quanta == 4096);
 	CHECK(events[0].ifindex == kHostPort);
+	CHECK(events[0].flags == 0);
 	CHECK(fx.stats(0).pfc_xoff_sent == 1);
-	// Expect: a switch-facing port never pauses its peer (edge PFC only).
 	events.clear();
-	for (int i = 0; i < 20; i++)
-		fx.ingress(f, kSwitchPort);
+	SECTION("pfc_ports=host: a switch-facing port never pauses its peer (edge PFC)")
+	{
+		fx.cfg.pfc.edge_only = 1;
+		fx.write_cfg();
+		for (int i = 0; i < 20; i++)
+			fx.ingress(f, kSwitchPort);
+		pev.consume();
+		CHECK(events.empty());
+		CHECK(fx.stats(1).pfc_xoff_sent == 0);
+	}
+	SECTION("pfc_ports=all: a switch-facing port pauses its neighbour switch, and resumes it")
+	{
+		for (int i = 0; i < 20; i++)
+			fx.ingress(f, kSwitchPort);
+		pev.consume();
+		REQUIRE(events.size() == 1);
+		CHECK(events[0].port_no == 1);
+		CHECK(events[0].prio == 3);
+		CHECK(events[0].quanta == 4096);
+		CHECK(events[0].ifindex == kSwitchPort);
+		CHECK(fx.stats(1).pfc_xoff_sent == 1);
+		// The queue drains (the sweep releases what TEST_RUN never dequeues, acct.h): XON to
+		// both paused peers.
+		fx.egress(f);
+		fx.sweep(f);
+		pev.consume();
+		REQUIRE(events.size() == 3);
+		CHECK(events[1].quanta == 0);
+		CHECK(events[2].quanta == 0);
+		CHECK(events[1].port_no + events[2].port_no == 1); // ports 0 and 1
+		CHECK(fx.stats(1).pfc_xon_sent == 1);
+	}
+}
+
+// Lossless admission (pfc.h): with PFC on, a paused account takes its headroom and no more; the
+// egress dynamic threshold no longer drops the data class.
+TEST_CASE("qn_tc_ingress__pfc_lossless_admission_and_headroom", "[bpf][queue][pfc]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.cfg.pfc.on = 1;
+	fx.cfg.pfc.quanta = 4096;
+	fx.cfg.pfc.xoff_bytes = 1000;
+	fx.cfg.pfc.xon_bytes = 500;
+	fx.cfg.pfc.hdrm_bytes = 2000;
+	fx.cfg.buffer.admission = 1;
+	fx.write_cfg();
+	fx.depth(999'000); // the egress threshold alone would drop everything (alpha 1, B 1 MB)
+	Bytes f = build_frame(roce()); // 118 B
+	int fwd = 0, n = 0;
+	int64_t xoff_at = 0;
+	for (; n < 100; n++) {
+		TestRunOut o = fx.ingress(f, kHostPort);
+		if (o.retval == TC_ACT_REDIRECT_)
+			fwd++;
+		if (!xoff_at && fx.stats(0).pfc_xoff_sent)
+			xoff_at = int64_t(fwd) * int64_t(f.size());
+	}
+	REQUIRE(xoff_at >= 1000);
+	// Expect: after the XOFF exactly floor(headroom / frame) more frames, then drops by reason.
+	CHECK(int64_t(fwd) * int64_t(f.size()) - xoff_at == 2000 / int64_t(f.size()) * int64_t(f.size()));
+	CHECK(fx.stats(0).drops[QN_DROP_LOSSLESS] == uint64_t(n - fwd));
+	CHECK(fx.stats(0).drops[QN_DROP_BUFFER] == 0);
+	SECTION("PFC off: the egress dynamic threshold drops as before (control)")
+	{
+		fx.cfg.pfc.on = 0;
+		fx.write_cfg();
+		TestRunOut o = fx.ingress(f, kSwitchPort);
+		CHECK(o.retval == TC_ACT_SHOT_);
+		CHECK(fx.stats(1).drops[QN_DROP_BUFFER] == 1);
+	}
+	SECTION("an unpaused account is refused only when the shared buffer is full")
+	{
+		fx.buffer_used(int64_t(fx.cfg.buffer.bytes) - 100);
+		TestRunOut o = fx.ingress(f, kSwitchPort);
+		CHECK(o.retval == TC_ACT_SHOT_);
+		CHECK(fx.stats(1).drops[QN_DROP_LOSSLESS] == 1);
+	}
+}
+
+// The dynamic XOFF threshold: alpha x (B - reserved - used). With one account filling the buffer
+// alone, used = its bytes, so it pauses at b >= alpha (B - b): B/3 for alpha 0.5.
+TEST_CASE("qn_tc_ingress__pfc_dynamic_threshold", "[bpf][queue][pfc]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.cfg.buffer.bytes = 30'000;
+	fx.cfg.pfc.on = 1;
+	fx.cfg.pfc.quanta = 4096;
+	fx.cfg.pfc.xoff_bytes = 1'000'000; // the static threshold would never be reached
+	fx.cfg.pfc.xon_bytes = 999'000;
+	fx.cfg.pfc.alpha_ppm = 500'000;
+	fx.cfg.pfc.hdrm_bytes = 1; // nothing reserved to speak of
+	fx.write_cfg();
+	fx.depth(0);
+	Bytes f = build_frame(roce()); // 118 B
+	int64_t at = 0;
+	for (int i = 1; i <= 200 && !at; i++) {
+		fx.ingress(f, kHostPort);
+		if (fx.stats(0).pfc_xoff_sent)
+			at = int64_t(i) * int64_t(f.size());
+	}
+	INFO("XOFF at " << at << " B");
+	const int64_t thr = (30'000 - 2 * 1) / 3; // 3 fixture ports x 1 B reserved... B/3 within a frame
+	CHECK(at >= thr);
+	CHECK(at < thr + 2 * int64_t(f.size()));
+}
+
+// A PAUSE from the neighbouring switch (pfc.h, qn_pfc_receive): the port's data class is paused
+// for the frame's quanta at the port's wall rate, an XON ends it, the control thread is told
+// when it obeys; hosts cannot pause a switch.
+TEST_CASE("qn_tc_ingress__pause_from_a_switch", "[bpf][queue][pfc]")
+{
+	if (!have_root())
+		return;
+	QueueFixture fx;
+	fx.cfg.pfc.obey = 1;
+	fx.write_cfg();
+	{
+		qn_port p{};
+		p.port_no = 1;
+		p.role = QN_ROLE_SWITCH;
+		p.rate_bps = 1'000'000'000; // 1 Gbit/s (D = 1): a quantum is 512 ns
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(fx.skel->maps.qn_ports), &kSwitchPort, &p, BPF_ANY) == 0);
+	}
+	PfcEvents pev(fx);
+	auto port_state = [&](uint32_t no) {
+		qn_qstate q{};
+		REQUIRE(bpf_map_lookup_elem(bpf_map__fd(fx.skel->maps.qn_qstate), &no, &q) == 0);
+		return q;
+	};
+	const Mac nb{2, 0, 0, 0, 0, 9};
+	TestRunOut o = fx.ingress(qn::pfc_frame_for(nb, 3, 1000), kSwitchPort);
+	CHECK(o.retval == TC_ACT_SHOT_); // taken, not forwarded
+	qn_qstate q = port_state(1);
+	REQUIRE(q.pause_start_ns != 0);
+	CHECK(q.pause_until_ns - q.pause_start_ns == 1000 * 512); // 1000 quanta at 1 Gbit/s
+	CHECK(q.pauses == 1);
+	qn_port_stats st = fx.stats(1);
+	CHECK(st.pfc_rx_xoff == 1);
+	uint64_t drops = 0;
+	for (int r = 0; r < QN_DROP_MAX; r++)
+		drops += st.drops[r];
+	CHECK(drops == 0); // obeyed: not a drop
 	pev.consume();
-	CHECK(events.empty());
+	REQUIRE(pev.events.size() == 1);
+	CHECK(pev.events[0].flags == QN_PFC_EV_RX);
+	CHECK(pev.events[0].port_no == 1);
+	CHECK(pev.events[0].quanta == 1000);
+
+	SECTION("a refresh extends the same pause; an XON ends it at its arrival")
+	{
+		fx.ingress(qn::pfc_frame_for(nb, 3, 2000), kSwitchPort);
+		qn_qstate r = port_state(1);
+		CHECK(r.pause_start_ns == q.pause_start_ns);
+		CHECK(r.pauses == 1);
+		CHECK(r.pause_until_ns > q.pause_until_ns);
+		fx.ingress(qn::pfc_frame_for(nb, 3, 0), kSwitchPort);
+		qn_qstate x = port_state(1);
+		CHECK(x.pause_until_ns < r.pause_until_ns);
+		CHECK(fx.stats(1).pfc_rx_xon == 1);
+		pev.consume();
+		REQUIRE(pev.events.size() == 3);
+		CHECK(pev.events[2].quanta == 0);
+	}
+	SECTION("a frame naming no priority (switchd's kick) or only the control priority changes nothing")
+	{
+		fx.ingress(qn::pfc_frame_kick(nb), kSwitchPort);
+		fx.ingress(qn::pfc_frame_for(nb, QN_PRIO_CONTROL, 5000), kSwitchPort);
+		qn_qstate r = port_state(1);
+		CHECK(r.pause_until_ns == q.pause_until_ns);
+		CHECK(fx.stats(1).pfc_rx_xoff == 1);
+		pev.consume();
+		CHECK(pev.events.size() == 1);
+	}
+	SECTION("an 802.3x PAUSE carries its time where PFC's enable vector is")
+	{
+		std::array<uint16_t, 8> qq{};
+		Bytes p = qn::build_pfc_frame(nb, 0, qq);
+		p[14] = 0x00; // opcode 0x0001
+		p[15] = 0x01;
+		p[16] = 0x0B; // pause time 3000
+		p[17] = 0xB8;
+		fx.ingress(p, kSwitchPort);
+		qn_qstate r = port_state(1);
+		CHECK(r.pause_until_ns >= r.pause_start_ns + 3000 * 512);
+	}
+	SECTION("pfc_obey=off: counted and recorded, dropped by reason, the control thread not told")
+	{
+		fx.cfg.pfc.obey = 0;
+		fx.write_cfg();
+		fx.ingress(qn::pfc_frame_for(nb, 3, 1000), kSwitchPort);
+		CHECK(fx.stats(1).drops[QN_DROP_PFC_FRAME] == 1);
+		CHECK(fx.stats(1).pfc_rx_xoff == 2);
+		pev.consume();
+		CHECK(pev.events.size() == 1);
+	}
+	SECTION("a PAUSE from a host is dropped: hosts cannot pause a switch")
+	{
+		fx.ingress(qn::pfc_frame_for(nb, 3, 1000), kHostPort);
+		CHECK(fx.stats(0).drops[QN_DROP_HOST_PFC] == 1);
+		CHECK(fx.stats(0).pfc_rx_xoff == 0);
+		CHECK(port_state(0).pause_start_ns == 0);
+		pev.consume();
+		CHECK(pev.events.size() == 1);
+	}
 }
 
 // TEST_RUN redirects nowhere: a charged packet never departs, exactly as a departure the dequeue

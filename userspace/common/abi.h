@@ -11,7 +11,7 @@ extern "C" {
 #include "qn_abi.h"
 }
 
-static_assert(sizeof(struct qn_port) == 32, "qn_port layout changed");
+static_assert(sizeof(struct qn_port) == 40, "qn_port layout changed");
 static_assert(offsetof(struct qn_port, rate_bps) == 8, "qn_port layout changed");
 static_assert(offsetof(struct qn_port, mac) == 20, "qn_port layout changed");
 static_assert(sizeof(struct qn_fib_key) == 8, "qn_fib_key layout changed");
@@ -25,21 +25,21 @@ static_assert(sizeof(struct qn_port_stats) == 8 * (0 QN_PORT_COUNTERS(QN_X_ONE) 
 #undef QN_X_ONE
 static_assert(offsetof(struct qn_port_stats, mirrored) == 8 * 13 && offsetof(struct qn_port_stats, sig_lost) == 8 * 17,
 	      "qn_port_stats: append counters only");
-static_assert(sizeof(struct qn_cfg) == 24, "qn_cfg layout changed");
+static_assert(sizeof(struct qn_cfg) == 40, "qn_cfg layout changed");
 static_assert(sizeof(struct qn_set_buffer) == 24 && sizeof(struct qn_set_red) == 32 &&
-		      sizeof(struct qn_set_pfc) == 24 && sizeof(struct qn_set_test) == 24,
+		      sizeof(struct qn_set_pfc) == 48 && sizeof(struct qn_set_test) == 24,
 	      "qn_swcfg feature layouts changed");
 static_assert(offsetof(struct qn_swcfg, red) == 24 && offsetof(struct qn_swcfg, pfc) == 56 &&
-		      offsetof(struct qn_swcfg, test) == 80 && sizeof(struct qn_swcfg) % 8 == 0,
+		      offsetof(struct qn_swcfg, test) == 104 && sizeof(struct qn_swcfg) % 8 == 0,
 	      "qn_swcfg layout changed (append feature sub-structs only)");
 static_assert(sizeof(struct qn_sig_entry) == 48 && offsetof(struct qn_sig_entry, v) == 16, "qn_sig_entry layout changed");
 static_assert(QN_SIG_RING <= QN_SIG_SEQ_MASK + 1 && (QN_SIG_RING & (QN_SIG_RING - 1)) == 0, "QN_SIG_RING");
 static_assert(QN_SIG_MAX <= 16 && QN_MAX_PORTS <= 32, "the signal mark has 4 type and 5 port bits");
 static_assert(sizeof(struct qn_dqkey) == 12, "qn_dqkey layout changed");
-static_assert(sizeof(struct qn_qstate) == 80, "qn_qstate layout changed");
+static_assert(sizeof(struct qn_qstate) == 168, "qn_qstate layout changed");
 static_assert(sizeof(struct qn_test_qdepth) == 16, "qn_test_qdepth layout changed");
-static_assert(sizeof(struct qn_pfc_acct) == 24 + 8 * QN_MAX_PORTS, "qn_pfc_acct layout changed");
-static_assert(sizeof(struct qn_pfc_event) == 16, "qn_pfc_event layout changed");
+static_assert(sizeof(struct qn_pfc_acct) == 56 + 8 * QN_MAX_PORTS, "qn_pfc_acct layout changed");
+static_assert(sizeof(struct qn_pfc_event) == 24, "qn_pfc_event layout changed");
 static_assert(sizeof(struct qn_qsample) == 24, "qn_qsample layout changed");
 static_assert(sizeof(struct qn_fid_mon) == 256, "qn_fid_mon layout changed");
 static_assert(sizeof(struct qn_fid_port) == 576, "qn_fid_port layout changed");

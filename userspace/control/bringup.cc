@@ -18,6 +18,7 @@
 #include "control/exec.h"
 #include "control/netns.h"
 #include "control/rxe_host.h"
+#include "control/tcgate.h"
 #include "control/switch_loader.h"
 #include "control/switchd.h"
 #include "qn_steer.skel.h"
@@ -402,8 +403,13 @@ Status topo_up(const Topology &t, const UpOptions &o)
 				 bits(h.data_rate_bps) + " ceil " + bits(h.rate_bps) + " prio 1" + common + "\n";
 			batch += "qdisc replace dev " + p.ifname + " parent 1:10 handle 10: bfifo limit " +
 				 std::to_string(h.fifo_limit_bytes) + "\n";
-			batch += "qdisc replace dev " + p.ifname + " parent 1:20 handle 20: bfifo limit " +
-				 std::to_string(h.fifo_limit_bytes) + "\n";
+			// A switch-facing port's data leaf is its pause gate (tcgate.h): a PAUSE from the
+			// neighbouring switch closes it, so the paused backlog stays in this queue.
+			if (t.nodes[size_t(p.peer_node)].kind == NodeKind::Switch)
+				batch += gate_tc_line(p.ifname, gate_config(h.rate_bps, l.mtu, h.fifo_limit_bytes));
+			else
+				batch += "qdisc replace dev " + p.ifname + " parent 1:20 handle 20: bfifo limit " +
+					 std::to_string(h.fifo_limit_bytes) + "\n";
 		}
 		QN_TRY(run_ok({"tc", "-n", t.netns(n.id), "-batch", "-"}, batch));
 	}

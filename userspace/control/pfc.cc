@@ -35,6 +35,8 @@ Bytes pfc_frame_for(const Mac &src, uint32_t prio, uint16_t quanta)
 	return build_pfc_frame(src, uint8_t(1u << (prio & 7)), q);
 }
 
+Bytes pfc_frame_kick(const Mac &src) { return build_pfc_frame(src, 0, {}); }
+
 std::optional<PfcFrame> parse_pfc_frame(const Bytes &f)
 {
 	if (f.size() < 34)

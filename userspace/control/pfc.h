@@ -22,6 +22,9 @@ Bytes build_pfc_frame(const Mac &src, uint8_t prio_mask, const std::array<uint16
 // The frame the switch's control thread sends for one qn_pfc_event: `quanta` for priority `prio`
 // alone (0 = XON).
 Bytes pfc_frame_for(const Mac &src, uint32_t prio, uint16_t quanta);
+// A PFC frame naming no priority: changes nothing where it arrives. switchd sends it through a
+// port's qdisc (control class) to make the qdisc run once its pause gate opens.
+Bytes pfc_frame_kick(const Mac &src);
 
 struct PfcFrame {
 	uint8_t prio_mask = 0;

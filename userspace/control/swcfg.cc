@@ -31,8 +31,15 @@ const ParamTable<qn_swcfg> &swcfg_table()
 		{"kmin", K::Size, W(red.kmin_bytes), 0, 1e12, {}, "RED Kmin", nullptr, "5000"},
 		{"kmax", K::Size, W(red.kmax_bytes), 0, 1e12, {}, "RED Kmax", nullptr, "200000"},
 		{"pmax", K::Number, W(red.pmax_ppm, 1e6), 0, 1, {}, "marking probability at Kmax", nullptr, "0.01"},
-		// pfc: edge PFC on host-facing ports (pfc.h)
-		{"pfc", K::Flag, W(pfc.on), 0, 0, {}, "edge PFC", nullptr, "off"},
+		// pfc: PFC generated and obeyed, the data class lossless (pfc.h, docs/switch.md "PFC")
+		{"pfc", K::Flag, W(pfc.on), 0, 0, {}, "PFC: XOFF/XON per (ingress port, priority), the data class lossless", nullptr, "off"},
+		{"pfc_ports", K::Choice, W(pfc.edge_only), 0, 0, {"all", "host"},
+		 "where PFC is generated: every port, or host-facing ports only (edge PFC)", nullptr, "all"},
+		{"pfc_obey", K::Flag, W(pfc.obey), 0, 0, {}, "a PAUSE from a neighbouring switch stops this port's data class", nullptr, "on"},
+		{"pfc_alpha", K::Number, W(pfc.alpha_ppm, 1e6), 0, 1000, {},
+		 "dynamic XOFF threshold: alpha x (B - headroom - used), XON (xoff - xon) below it (0 = static xoff/xon)", nullptr, "0"},
+		{"pfc_hdrm", K::Size, W(pfc.hdrm_bytes), 0, 1e12, {},
+		 "headroom per (ingress port, priority) (port = sized per port from its rate, delay and the measured pause latency)", "port", "port"},
 		{"xoff", K::Size, W(pfc.xoff_bytes), 0, 1e12, {}, "XOFF threshold per (ingress port, priority)", nullptr, "100000"},
 		{"xon", K::Size, W(pfc.xon_bytes), 0, 1e12, {}, "XON (resume) threshold", nullptr, "80000"},
 		{"quanta", K::Count, W(pfc.quanta), 1, 65535, {}, "pause quanta in XOFF frames", nullptr, "65535"},

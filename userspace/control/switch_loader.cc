@@ -108,6 +108,7 @@ Status fill_and_validate(const Topology &t, int sw, const Dilation &d, int ports
 		v.rate_bps = l.rate_bps;
 		v.mtu = l.mtu;
 		v.burst_bytes = uint32_t(plan_htb(l.rate_bps, l.mtu, t.nodes[size_t(sw)].buffer_bytes, d).burst_bytes);
+		v.hdrm_bytes = uint32_t(pfc_headroom_bytes(l, d));
 		std::memcpy(v.mac, p.mac.data(), 6);
 		uint32_t key = p.ifindex;
 		if (bpf_map_update_elem(ports_fd, &key, &v, BPF_ANY))
@@ -183,6 +184,21 @@ Status fill_and_validate(const Topology &t, int sw, const Dilation &d, int ports
 
 using SwitchSkel = SkelPtr<qn_switch, qn_switch__destroy>;
 
+} // namespace
+
+uint64_t pfc_headroom_bytes(const Link &l, const Dilation &d) // switch_loader.h
+{
+	// The bytes a paused neighbour may still send: the wall rate times (the worst measured time
+	// from a PAUSE's arrival to the port going quiet + the link's round trip), plus a frame in
+	// each direction's serialisation (docs/switch.md "PFC", "Headroom").
+	uint64_t wall_bps = d.to_wall_rate_bps(l.rate_bps);
+	uint64_t t_ns = kPfcPauseLatencyWallNs + 2 * d.to_wall_ns(l.delay_ns);
+	uint64_t frame = uint64_t(l.mtu) + QN_ETH_HLEN + QN_WIRE_OVERHEAD;
+	return uint64_t(static_cast<unsigned __int128>(wall_bps) * t_ns / 8'000'000'000ull) + 2 * frame;
+}
+
+namespace {
+
 Result<SwitchSkel> open_and_load(const Topology &t, int sw, const Dilation &d)
 {
 	SwitchSkel skel(qn_switch__open());
@@ -194,6 +210,12 @@ Result<SwitchSkel> open_and_load(const Topology &t, int sw, const Dilation &d)
 	skel->rodata->qn_cfg.addr_be = htonl(t.nodes[size_t(sw)].ip); // source of the signals it originates
 	// A BPF time: fabric 10 us between queue samples per port, dilated to wall ns at load.
 	skel->rodata->qn_cfg.sample_interval_wall_ns = d.to_wall_ns(kSampleIntervalFabricNs);
+	// PFC headroom: the sum of the ports' (pfc.h reserves it from the shared buffer).
+	uint64_t hdrm = 0;
+	for (int pi : t.ports_of(sw))
+		hdrm += pfc_headroom_bytes(t.links[size_t(t.ports[size_t(pi)].link)], d);
+	skel->rodata->qn_cfg.nports = uint32_t(t.ports_of(sw).size());
+	skel->rodata->qn_cfg.hdrm_total_bytes = hdrm;
 	// Dequeue-time marks go to the next hop through one map per topology (dqmark.h).
 	QN_TRY(mkdir_p(topo_pin_dir(t.name)));
 	if (int e = bpf_map__set_pin_path(skel->maps.qn_dqmarks, dqmarks_pin(t).c_str()); e)

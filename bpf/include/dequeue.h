@@ -115,7 +115,7 @@ static __always_inline void qn_dq_one(struct qn_dq_ctx *d, struct sk_buff *skb, 
 	qn_dq_release(d);
 	/* A pause from the neighbouring switch is open: count what leaves (pfc.h). */
 	if (d->qs->pause_start_ns && skb->priority != QN_HTB_CLASS_CONTROL)
-		qn_pfc_departure(d->qs, bpf_map_lookup_elem(&qn_port_stats, &d->eport), skb->len, d->now);
+		qn_pfc_departure(d->qs, d->eport, skb->len, d->now);
 }
 
 static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_queue *txq, int packets,

@@ -161,8 +161,9 @@ static __always_inline void qn_pfc_release(const struct qn_set_pfc *pfc, struct 
 	}
 }
 
-/* Close port state `qs`'s open pause that ended at pause_until_ns (caller checked). */
-static __always_inline void qn_pfc_rx_close(struct qn_qstate *qs)
+/* Close port state `qs`'s open pause that ended at pause_until_ns (caller checked); `st` the
+ * port's counters (may be NULL: looked up here when needed). */
+static __always_inline void qn_pfc_rx_close(struct qn_qstate *qs, struct qn_port_stats *st, __u32 port_no)
 {
 	__u64 start = qs->pause_start_ns, until = qs->pause_until_ns;
 
@@ -173,6 +174,12 @@ static __always_inline void qn_pfc_rx_close(struct qn_qstate *qs)
 		qs->paused_rx_ns += until - start;
 	if (qs->ep_slip_bytes > qs->slip_max_bytes)
 		qs->slip_max_bytes = qs->ep_slip_bytes;
+	if (qs->hdrm_bytes && qs->ep_slip_bytes > qs->hdrm_bytes) {
+		if (!st)
+			st = bpf_map_lookup_elem(&qn_port_stats, &port_no);
+		if (st)
+			st->pfc_slip_over++;
+	}
 	if (qs->ep_last_slip_ns > start && qs->ep_last_slip_ns - start > qs->quiet_max_ns)
 		qs->quiet_max_ns = qs->ep_last_slip_ns - start;
 }
@@ -201,6 +208,8 @@ static __always_inline long qn_pfc_receive(const struct qn_swcfg *cfg, const str
 		quanta = enable; /* 802.3x: the pause time, every priority */
 		any = 1;
 	} else if (op == QN_PFC_OPCODE) {
+		/* unrolled: no back-edge for 6.1's CFG check (dequeue.h) */
+#pragma unroll
 		for (i = 0; i < QN_NUM_PRIOS; i++) {
 			if (!(enable & (1u << i)) || i == QN_PRIO_CONTROL)
 				continue;
@@ -216,7 +225,7 @@ static __always_inline long qn_pfc_receive(const struct qn_swcfg *cfg, const str
 		rate = qn_wall_rate_bps(in, qn_cfg.dilation_milli);
 		dur = rate ? (__u64)quanta * 512 * 1000000000ull / rate : 0;
 		if (qs->pause_start_ns && now >= qs->pause_until_ns)
-			qn_pfc_rx_close(qs); /* expired with nothing left to send: closed here */
+			qn_pfc_rx_close(qs, st, in_port); /* expired with nothing left to send: closed here */
 		if (!qs->pause_start_ns) {
 			qs->pause_start_ns = now;
 			qs->ep_slip_bytes = 0;
@@ -232,9 +241,10 @@ static __always_inline long qn_pfc_receive(const struct qn_swcfg *cfg, const str
 	return quanta;
 }
 
-/* Dequeue side: one departing data packet of `len` bytes on a port with state `qs`. */
-static __always_inline void qn_pfc_departure(struct qn_qstate *qs, struct qn_port_stats *st, __u32 len, __u64 now)
+/* Dequeue side: one departing data packet of `len` bytes on port `eport` with state `qs`. */
+static __always_inline void qn_pfc_departure(struct qn_qstate *qs, __u32 eport, __u32 len, __u64 now)
 {
+	struct qn_port_stats *st;
 	__u64 lat;
 
 	if (!qs->pause_start_ns)
@@ -242,6 +252,7 @@ static __always_inline void qn_pfc_departure(struct qn_qstate *qs, struct qn_por
 	if (now < qs->pause_until_ns) {
 		qs->ep_slip_bytes += len;
 		qs->ep_last_slip_ns = now;
+		st = bpf_map_lookup_elem(&qn_port_stats, &eport);
 		if (st)
 			st->pfc_slip_bytes += len;
 		return;
@@ -252,7 +263,7 @@ static __always_inline void qn_pfc_departure(struct qn_qstate *qs, struct qn_por
 		qs->resume_max_ns = lat;
 	qs->resume_sum_ns += lat;
 	qs->resume_cnt++;
-	qn_pfc_rx_close(qs);
+	qn_pfc_rx_close(qs, 0, eport);
 }
 
 #endif /* QN_PFC_H */

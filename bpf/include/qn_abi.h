@@ -206,7 +206,8 @@ struct qn_fib_val {
 	X(pbfs_congested, "pbfs_c", "of them, found this port congested (PB-FS Definition 1): a CC-postcard requested") \
 	X(pfc_rx_xoff, "xoff_rx", "PAUSE frames (quanta > 0) from the neighbouring switch on this port") \
 	X(pfc_rx_xon, "xon_rx", "XON frames (quanta 0) from the neighbouring switch on this port") \
-	X(pfc_slip_bytes, "slip_B", "data bytes that left through this port while its neighbour had it paused")
+	X(pfc_slip_bytes, "slip_B", "data bytes that left through this port while its neighbour had it paused") \
+	X(pfc_slip_over, "slip_over", "pauses from the neighbour that let more data slip than this link's headroom holds (the pause latency exceeded its budget: a lossless run with one is not a result)")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;
@@ -497,6 +498,8 @@ struct qn_qstate {
 	__u64 resume_max_ns;    /* longest time from a pause's end to the first data departure */
 	__u64 resume_sum_ns;    /* their sum, over resume_cnt pauses closed by a departure */
 	__u64 resume_cnt;
+	__u64 hdrm_bytes;       /* this link's PFC headroom (qn_port.hdrm_bytes), set at load: a pause
+	                         * that lets more slip is counted in pfc_slip_over */
 };
 
 /* qn_test_qdepth: ARRAY by port_no, read only with qn_set_test.qdepth (BPF_PROG_TEST_RUN has no

@@ -38,10 +38,30 @@ std::string fmt(double v, const char *f)
 
 Error interrupted() { return make_error("interrupted by a signal"); }
 
-// Counters that are levels, not event counts: an attempt's delta means nothing for them.
+// Counters that are levels, not event counts: an attempt's delta means nothing for them (the
+// PFC maxima are since the topology came up: `switch stats` shows them).
 bool is_gauge(const std::string &name)
 {
-	return name == "queue_peak_bytes" || name == "queue_bytes" || name == "queue_pkts";
+	return name == "queue_peak_bytes" || name == "queue_bytes" || name == "queue_pkts" ||
+	       name == "pfc_slip_max_bytes" || name == "pfc_quiet_max_ns" || name == "pfc_resume_max_ns" ||
+	       name == "pfc_resume_mean_ns" || name == "pfc_hdrm_peak_bytes" || name == "pfc_pause_rx_max_bytes";
+}
+
+// A lossless run is a result only without a loss: a drop in the lossless class, or a PAUSE that
+// let more slip than the link's headroom holds (its latency past the budget), invalidates it.
+void lossless_fidelity(SchemeResult &s)
+{
+	auto get = [&](const char *k) {
+		auto it = s.counters.find(k);
+		return it == s.counters.end() ? uint64_t(0) : it->second;
+	};
+	if (uint64_t n = get("switch.drops.lossless"))
+		s.reasons.push_back(std::to_string(n) + " drops in the lossless class (PFC headroom overrun)");
+	if (uint64_t n = get("switch.pfc_slip_over"))
+		s.reasons.push_back(std::to_string(n) + " PAUSEs let more data slip than the link's headroom holds "
+							"(the pause latency exceeded its budget; docs/switch.md \"PFC\")");
+	if (!s.reasons.empty())
+		s.valid = false;
 }
 
 Result<std::unique_ptr<Engine>> open_engine(ExperimentRun &r)
@@ -596,6 +616,7 @@ Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, siz
 	s.counters = switch_counter_delta(*before, *after);
 	for (const auto &m : {host_counter_sum(hc), report_counters(s.rep)})
 		s.counters.insert(m.begin(), m.end());
+	lossless_fidelity(s);
 	// signal loop delays (send of the PSN a signal names -> the sender's reaction), fabric ns
 	for (size_t sg = 0; sg < size_t(tp::Signal::Count); sg++)
 		if (const auto &hg = en.loop_delay(tp::Signal(sg)); hg.count()) {

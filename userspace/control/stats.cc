@@ -13,6 +13,7 @@
 
 #include "control/bringup.h"
 #include "control/gauges.h"
+#include "control/rawsock.h"
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
 
@@ -50,10 +51,10 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 	c.topology = t.name;
 	c.sw = t.nodes[size_t(sw)].name;
 	std::string dir = switch_pin_dir(t, sw);
-	Fd ports, stats, orphans, qstate, buffer;
+	Fd ports, stats, orphans, qstate, buffer, pfc;
 	for (auto [fd, name] : {std::pair{&ports, "qn_ports"}, std::pair{&stats, "qn_port_stats"},
 				std::pair{&orphans, "qn_orphan_drops"}, std::pair{&qstate, "qn_qstate"},
-				std::pair{&buffer, "qn_buffer"}}) {
+				std::pair{&buffer, "qn_buffer"}, std::pair{&pfc, "qn_pfc_acct"}}) {
 		fd->fd = bpf_obj_get((dir + "/" + name).c_str());
 		if (fd->fd < 0)
 			return sys_error(errno, "open " + dir + "/" + name);
@@ -83,6 +84,7 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 			return sys_error(errno, "qn_ports has no entry for " + p.ifname);
 		pc.port_no = pv.port_no;
 		pc.role = pv.role;
+		pc.hdrm_bytes = pv.hdrm_bytes;
 		uint32_t idx = pv.port_no;
 		if (bpf_map_lookup_elem(stats.fd, &idx, percpu.data()))
 			return sys_error(errno, "read qn_port_stats[" + std::to_string(idx) + "]");
@@ -90,6 +92,15 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 			accumulate(pc.s, s);
 		if (bpf_map_lookup_elem(qstate.fd, &idx, &pc.q))
 			return sys_error(errno, "read qn_qstate[" + std::to_string(idx) + "]");
+		pc.read_ns = mono_ns();
+		for (uint32_t prio = 0; prio < QN_NUM_PRIOS; prio++) {
+			uint32_t k = idx * QN_NUM_PRIOS + prio;
+			qn_pfc_acct a{};
+			if (bpf_map_lookup_elem(pfc.fd, &k, &a))
+				return sys_error(errno, "read qn_pfc_acct[" + std::to_string(k) + "]");
+			pc.pfc_hdrm_peak = std::max<uint64_t>(pc.pfc_hdrm_peak, a.hdrm_peak);
+			pc.pfc_pause_rx_max = std::max<uint64_t>(pc.pfc_pause_rx_max, a.pause_rx_max);
+		}
 		c.ports.push_back(pc);
 	}
 	std::vector<uint64_t> vals(static_cast<size_t>(ncpu));
@@ -110,6 +121,24 @@ NamedCounters counters_by_name(const PortCounters &p)
 	v.emplace_back("queue_peak_bytes", p.q.peak_bytes);
 	v.emplace_back("queue_bytes", p.q.acct_bytes > 0 ? uint64_t(p.q.acct_bytes) : 0);
 	v.emplace_back("queue_pkts", p.q.acct_pkts > 0 ? uint64_t(p.q.acct_pkts) : 0);
+	// PFC: what this port's neighbour paused (pfc.h; an open pause counted to its end or now)
+	// and what this ingress port's accounts took while they paused their neighbour.
+	uint64_t paused = p.q.paused_rx_ns;
+	if (p.q.pause_start_ns) {
+		uint64_t end = std::min<uint64_t>(p.q.pause_until_ns, p.read_ns);
+		if (end > p.q.pause_start_ns)
+			paused += end - p.q.pause_start_ns;
+	}
+	v.emplace_back("pfc_pauses_rx", p.q.pauses);
+	v.emplace_back("pfc_paused_rx_ns", paused);
+	v.emplace_back("pfc_slip_max_bytes", std::max<uint64_t>(p.q.slip_max_bytes, p.q.pause_start_ns ? p.q.ep_slip_bytes : 0));
+	v.emplace_back("pfc_quiet_max_ns", p.q.quiet_max_ns);
+	v.emplace_back("pfc_resume_max_ns", p.q.resume_max_ns);
+	v.emplace_back("pfc_resume_mean_ns", p.q.resume_cnt ? p.q.resume_sum_ns / p.q.resume_cnt : 0);
+	v.emplace_back("pfc_resumes", p.q.resume_cnt);
+	v.emplace_back("pfc_resume_ns", p.q.resume_sum_ns);
+	v.emplace_back("pfc_hdrm_peak_bytes", p.pfc_hdrm_peak);
+	v.emplace_back("pfc_pause_rx_max_bytes", p.pfc_pause_rx_max);
 	uint64_t drops = 0;
 	for (unsigned r = 0; r < QN_DROP_MAX; r++) {
 		v.emplace_back("drops." + drop_reason_name(r), p.s.drops[r]);
@@ -139,6 +168,7 @@ std::string counters_json(const std::vector<SwitchCounters> &cs)
 			pj["port"] = p.port_no;
 			pj["ifname"] = p.ifname;
 			pj["role"] = p.role == QN_ROLE_HOST ? "host" : "switch";
+			pj["pfc_hdrm_bytes"] = p.hdrm_bytes; // as sized at load; the pfc_hdrm setting overrides it
 			nlohmann::ordered_json cj = nlohmann::ordered_json::object();
 			for (const auto &[k, v] : counters_by_name(p))
 				cj[k] = v;
@@ -209,6 +239,12 @@ std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev,
 				more += " " + std::string(ci.name) + "=" + std::to_string(port_counter(p.s, ci));
 		if (p.s.ecn_ect || p.s.ecn_marked)
 			more += " ecn_ect=" + std::to_string(p.s.ecn_ect) + " ecn_marked=" + std::to_string(p.s.ecn_marked);
+		if (p.q.pauses || p.pfc_hdrm_peak)
+			for (const auto &[k, val] : counters_by_name(p))
+				if (k.rfind("pfc_", 0) == 0 && val &&
+				    std::none_of(port_counter_info().begin(), port_counter_info().end(),
+						 [&](const PortCounterInfo &ci) { return k == ci.name; }))
+					more += " " + k + "=" + std::to_string(val);
 		if (!more.empty())
 			o << "  " << p.ifname << ":" << more << "\n";
 	}

@@ -17,7 +17,12 @@ struct PortCounters {
 	uint32_t port_no = 0;
 	uint32_t role = 0;
 	qn_port_stats s{}; // summed over CPUs
-	qn_qstate q{};     // egress queue state (depth last read, peak, accounting)
+	qn_qstate q{};     // egress queue state (depth last read, peak, accounting, PAUSE received)
+	uint64_t read_ns = 0; // CLOCK_MONOTONIC when q was read (an open pause's length)
+	uint64_t hdrm_bytes = 0; // the port's PFC headroom as sized at load (qn_port.hdrm_bytes)
+	// PFC accounts of this ingress port, the highest over its priorities (pfc.h):
+	uint64_t pfc_hdrm_peak = 0;    // bytes above the account's XOFF level while paused
+	uint64_t pfc_pause_rx_max = 0; // bytes one pause took in
 };
 
 struct SwitchCounters {

@@ -360,6 +360,16 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 	}
 	QN_TRY(fill_and_validate(t, sw, d, bpf_map__fd(skel->maps.qn_ports), bpf_map__fd(skel->maps.qn_fib),
 				 bpf_map__fd(skel->maps.qn_fid)));
+	// Each port's headroom in its queue state too (before any traffic: nothing else writes it
+	// yet), where the dequeue hook judges a pause's slip (pfc.h).
+	for (int pi : t.ports_of(sw)) {
+		const Port &p = t.ports[size_t(pi)];
+		qn_qstate q{};
+		q.hdrm_bytes = pfc_headroom_bytes(t.links[size_t(p.link)], d);
+		uint32_t pno = uint32_t(p.port_no);
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_qstate), &pno, &q, BPF_ANY))
+			return sys_error(errno, "switch " + node.name + ": write qn_qstate");
+	}
 	// Pin the programs too, so `bpftool prog show pinned` and a later re-attach find them.
 	for (auto [prog, name] : {std::pair{skel->progs.qn_tc_ingress, "prog_ingress"},
 				  std::pair{skel->progs.qn_tc_egress, "prog_egress"},

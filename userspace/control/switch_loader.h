@@ -17,7 +17,7 @@ namespace qn {
 
 // The worst wall time from a PAUSE's arrival at a switch port to the port's data class going
 // quiet that headroom is sized for (measured: docs/switch.md "PFC", "Measured").
-inline constexpr uint64_t kPfcPauseLatencyWallNs = 2'000'000;
+inline constexpr uint64_t kPfcPauseLatencyWallNs = 6'000'000;
 // The PFC headroom of an ingress account on link `l` (qn_port.hdrm_bytes): the wall rate times
 // (kPfcPauseLatencyWallNs + the link's round trip) plus two frames.
 uint64_t pfc_headroom_bytes(const Link &l, const Dilation &d);

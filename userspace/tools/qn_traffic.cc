@@ -169,7 +169,7 @@ Opts parse(int argc, char **argv)
 				"IPv4 address");
 		}
 		integer(x, "--size", o.size, "frame bytes");
-		x.add_option("--rate", o.rate, "frames per second (0: as fast as possible)");
+		x.add_option("--rate", o.rate, "wire bit/s (frame + 24 B of preamble, FCS and gap; 0: as fast as possible)");
 		x.add_option("--seconds", o.seconds, "how long");
 		x.add_option("--warmup", o.warmup, "seconds before measuring");
 		integer(x, "--count", o.count, "frames");

@@ -108,7 +108,7 @@ Status fill_and_validate(const Topology &t, int sw, const Dilation &d, int ports
 		v.rate_bps = l.rate_bps;
 		v.mtu = l.mtu;
 		v.burst_bytes = uint32_t(plan_htb(l.rate_bps, l.mtu, t.nodes[size_t(sw)].buffer_bytes, d).burst_bytes);
-		v.hdrm_bytes = uint32_t(pfc_headroom_bytes(l, d));
+		v.hdrm_bytes = uint32_t(switch_headrooms(t, sw, d)[size_t(p.port_no)]);
 		std::memcpy(v.mac, p.mac.data(), 6);
 		uint32_t key = p.ifindex;
 		if (bpf_map_update_elem(ports_fd, &key, &v, BPF_ANY))
@@ -197,6 +197,24 @@ uint64_t pfc_headroom_bytes(const Link &l, const Dilation &d) // switch_loader.h
 	return uint64_t(static_cast<unsigned __int128>(wall_bps) * t_ns / 8'000'000'000ull) + 2 * frame;
 }
 
+std::vector<uint64_t> switch_headrooms(const Topology &t, int sw, const Dilation &d) // switch_loader.h
+{
+	std::vector<uint64_t> h(t.ports_of(sw).size(), 0);
+	uint64_t total = 0;
+	for (int pi : t.ports_of(sw)) {
+		const Port &p = t.ports[size_t(pi)];
+		if (size_t(p.port_no) < h.size()) {
+			h[size_t(p.port_no)] = pfc_headroom_bytes(t.links[size_t(p.link)], d);
+			total += h[size_t(p.port_no)];
+		}
+	}
+	const uint64_t cap = t.nodes[size_t(sw)].buffer_bytes / 2;
+	if (total > cap)
+		for (auto &x : h)
+			x = uint64_t(static_cast<unsigned __int128>(x) * cap / total);
+	return h;
+}
+
 namespace {
 
 Result<SwitchSkel> open_and_load(const Topology &t, int sw, const Dilation &d)
@@ -212,8 +230,8 @@ Result<SwitchSkel> open_and_load(const Topology &t, int sw, const Dilation &d)
 	skel->rodata->qn_cfg.sample_interval_wall_ns = d.to_wall_ns(kSampleIntervalFabricNs);
 	// PFC headroom: the sum of the ports' (pfc.h reserves it from the shared buffer).
 	uint64_t hdrm = 0;
-	for (int pi : t.ports_of(sw))
-		hdrm += pfc_headroom_bytes(t.links[size_t(t.ports[size_t(pi)].link)], d);
+	for (uint64_t h : switch_headrooms(t, sw, d))
+		hdrm += h;
 	skel->rodata->qn_cfg.nports = uint32_t(t.ports_of(sw).size());
 	skel->rodata->qn_cfg.hdrm_total_bytes = hdrm;
 	// Dequeue-time marks go to the next hop through one map per topology (dqmark.h).
@@ -365,7 +383,7 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 	for (int pi : t.ports_of(sw)) {
 		const Port &p = t.ports[size_t(pi)];
 		qn_qstate q{};
-		q.hdrm_bytes = pfc_headroom_bytes(t.links[size_t(p.link)], d);
+		q.hdrm_bytes = switch_headrooms(t, sw, d)[size_t(p.port_no)];
 		uint32_t pno = uint32_t(p.port_no);
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_qstate), &pno, &q, BPF_ANY))
 			return sys_error(errno, "switch " + node.name + ": write qn_qstate");

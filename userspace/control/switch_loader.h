@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <bpf/libbpf.h>
 
@@ -21,6 +22,11 @@ inline constexpr uint64_t kPfcPauseLatencyWallNs = 6'000'000;
 // The PFC headroom of an ingress account on link `l` (qn_port.hdrm_bytes): the wall rate times
 // (kPfcPauseLatencyWallNs + the link's round trip) plus two frames.
 uint64_t pfc_headroom_bytes(const Link &l, const Dilation &d);
+// The headroom of each port of switch `sw`, by port_no: pfc_headroom_bytes, scaled down together
+// when their sum exceeds half the switch's buffer (fast wall rates at small D). A scaled port
+// covers less than the measured worst latency: a pause that overruns it is counted
+// (pfc_slip_over) and invalidates an experiment attempt.
+std::vector<uint64_t> switch_headrooms(const Topology &t, int sw, const Dilation &d);
 
 // Return: /sys/fs/bpf/quench/<topology>/<switch>
 std::string switch_pin_dir(const Topology &t, int sw);

@@ -139,7 +139,7 @@ Opts parse(int argc, char **argv)
 	CLI::App app{"raw AF_PACKET traffic for the integration tests", "qn_traffic"};
 	app.require_subcommand(1);
 	std::vector<CLI::App *> cmds;
-	for (const char *c : {"send", "recv", "rate", "pause", "signal", "spin", "spike"})
+	for (const char *c : {"send", "recv", "rate", "pause", "kick", "signal", "spin", "spike"})
 		cmds.push_back(app.add_subcommand(c, std::string("qn_traffic ") + c));
 	for (CLI::App *c : cmds) {
 		CLI::App &x = *c;
@@ -638,6 +638,18 @@ int cmd_pause(const Opts &o)
 	return 0;
 }
 
+// One PFC frame naming no priority through the device's qdisc (not bypassing it): the qdisc runs
+// once, as switchd's kick after opening a pause gate (switchd.cc); the receiver changes nothing.
+int cmd_kick(const Opts &o)
+{
+	auto sock = RawSocket::open(o.netns, o.dev, false);
+	if (!sock)
+		die(sock.error().to_string());
+	if (!sock->send_batch(std::vector<Bytes>{pfc_frame_kick(read_mac(o.netns, o.dev))}))
+		die("send kick failed");
+	return 0;
+}
+
 // Back-to-sender signals as a switch sends them (the switch programs build them in BPF; these
 // are the reference encoders of transport/wire.h).
 // Spin for --seconds on --cpu, at SCHED_FIFO --fifo when given: a stall made to order (the
@@ -738,6 +750,8 @@ int main(int argc, char **argv)
 		return cmd_rate(o);
 	if (o.cmd == "pause")
 		return cmd_pause(o);
+	if (o.cmd == "kick")
+		return cmd_kick(o);
 	if (o.cmd == "signal")
 		return cmd_signal(o);
 	if (o.cmd == "spin")

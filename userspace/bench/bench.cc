@@ -23,6 +23,8 @@
 #include "bench/testrun.h"
 #include "common/abi.h"
 #include "control/bringup.h"
+#include "control/exec.h"
+#include "control/tcgate.h"
 #include "control/netns.h"
 #include "control/rawsock.h"
 #include "common/units.h"
@@ -301,6 +303,19 @@ Result<std::string> bench_switch(const BenchOptions &o)
 	QN_TRY(attach_sink(t));
 
 	int h2 = t.find("h2"), s1 = t.find("s1");
+	if (o.gate_leaf) {
+		for (int pi : t.ports_of(s1)) {
+			const Port &p = t.ports[size_t(pi)];
+			if (p.peer_node != h2)
+				continue;
+			const Link &l = t.links[size_t(p.link)];
+			HtbPlan h = plan_htb(l.rate_bps, l.mtu, t.nodes[size_t(s1)].buffer_bytes, uo.dilation);
+			// the bfifo goes first: a qdisc cannot change kind under its handle
+			QN_TRY(run_ok({"tc", "-n", t.netns(s1), "-batch", "-"},
+				      "qdisc del dev " + p.ifname + " parent 1:20\n" +
+					      gate_tc_line(p.ifname, gate_config(h.rate_bps, l.mtu, h.fifo_limit_bytes))));
+		}
+	}
 	if (o.ecn_dequeue) {
 		// RED decided in the departure hook for every ECT frame (the frames below are ECT(0)).
 		auto c = read_swcfg(switch_pin_dir(t, s1));
@@ -386,8 +401,9 @@ Result<std::string> bench_switch(const BenchOptions &o)
 	char line[512];
 	std::snprintf(line, sizeof(line),
 		      "quench bench switch: %zu B frames, %d AF_PACKET sender(s) h1 -> s1 -> h2 (star, HTB at "
-		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, ABBA order; RED/ECN at %s%s\n",
+		      "100 Gbit/s, XDP sink on h2), %d rounds x %.1f s per variant, ABBA order; RED/ECN at %s%s%s\n",
 		      frames[0].size(), o.senders, o.rounds, o.seconds, o.ecn_dequeue ? "dequeue" : "enqueue",
+		      o.gate_leaf ? "; s1 -> h2 data leaf: the open pause gate (tbf)" : "",
 		      o.sfc ? ("; SFC on, depth forced to 2 Q_Th, T_BF " + format_time(o.sfc_tbf_ns) +
 			       (o.sfc_tbf_ns ? "" : " (every packet cloned into a BTS)") +
 				(o.sfc_cache ? ", pause cache lookup on" : ", pause cache off") +

@@ -24,6 +24,8 @@ struct BenchOptions {
 	uint64_t sfc_tbf_ns = 1'000'000'000; // with sfc: T_BF (1 s: the filter passes one packet per
 				  // flow and second; 0: no suppression, every packet cloned)
 	int sfc_cache = 1;        // with sfc: enum qn_sfc_cache_mode (tor: a cache lookup per packet)
+	bool gate_leaf = false;   // s1's port toward h2 gets a switch-facing port's data leaf: the open
+	                          // pause gate (a tbf, tcgate.h) instead of the bfifo
 	bool sfc_est = false;     // with sfc: the incast estimator (a spin-locked slot update per packet
 				  // from a host; tau 10 us, R_dst the port's rate)
 	// Any scheme's stage, by its switch settings (`quench switch set` keys: `ldcp=on`,

@@ -117,6 +117,7 @@ struct Args {
 	uint64_t sfc_tbf_ns = 1'000'000'000; // bench switch --sfc-tbf
 	std::string sfc_cache = "tor";        // bench switch --sfc-cache
 	bool sfc_est = false;                 // bench switch --sfc-est
+	bool gate_leaf = false;               // bench switch --gate-leaf
 	std::vector<std::string> bench_sets;  // bench switch --set KEY=VALUE
 	uint64_t bench_depth = 0;             // bench switch --depth
 	int bench_tos = -1;                   // bench switch --tos
@@ -199,6 +200,7 @@ int parse_args(int argc, char **argv, Args &a)
 	qn::cli::time(*bsw, "--sfc-tbf", a.sfc_tbf_ns, "with --sfc: the Bloom epoch T_BF (default 1s; 0: every packet cloned)");
 	bsw->add_option("--sfc-cache", a.sfc_cache, "with --sfc: the pause cache (off, tor: a lookup per packet from a host, all)")
 		->check(CLI::IsMember({"off", "tor", "all"}));
+	bsw->add_flag("--gate-leaf", a.gate_leaf, "s1's port toward h2 gets the open pause gate (tbf) as its data leaf, as a switch-facing port has");
 	bsw->add_flag("--sfc-est", a.sfc_est, "with --sfc: the incast estimator on (a spin-locked slot update per packet from a host)");
 	bsw->add_option("--set", a.bench_sets, "a switch setting KEY=VALUE (quench switch set keys; repeatable): any scheme's stage, e.g. ldcp=on, pbfs=on");
 	qn::cli::size(*bsw, "--depth", a.bench_depth, "force the egress depth toward the sink (bytes; 0: the real queue)");
@@ -447,6 +449,7 @@ int cmd_bench(const Args &a)
 	o.sfc_tbf_ns = a.sfc_tbf_ns;
 	o.sfc_cache = a.sfc_cache == "off" ? 0 : a.sfc_cache == "tor" ? 1 : 2;
 	o.sfc_est = a.sfc_est;
+	o.gate_leaf = a.gate_leaf;
 	for (const auto &kv : a.bench_sets) {
 		const size_t eq = kv.find('=');
 		if (eq == std::string::npos || eq == 0)

@@ -294,7 +294,8 @@ int cmd_send(const Opts &o)
 			die(s.error().to_string());
 	}
 	size_t hdr = 14 + 20 + 8 + (o.dport == QN_ROCE_UDP_PORT ? 12 : 0);
-	const size_t batch = o.rate > 0 ? 1 : 32;
+	// A sender that honours PAUSE reads them between batches: smaller batches react sooner.
+	const size_t batch = o.rate > 0 ? 1 : o.honor_pfc >= 0 ? 8 : 32;
 	uint64_t seq = 0, bytes = 0;
 	auto start = std::chrono::steady_clock::now();
 	auto deadline = start + std::chrono::duration<double>(o.seconds);

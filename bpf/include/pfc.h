@@ -184,6 +184,32 @@ static __always_inline void qn_pfc_rx_close(struct qn_qstate *qs, struct qn_port
 		qs->quiet_max_ns = qs->ep_last_slip_ns - start;
 }
 
+struct qn_pfc_prios {
+	__be16 q[QN_NUM_PRIOS];
+	__u32 enable, max, any;
+};
+
+/* bpf_loop callback over a PFC frame's priorities: the largest quanta among the enabled ones
+ * other than the control class's. */
+static long qn_pfc_prio(__u32 i, void *arg)
+{
+	struct qn_pfc_prios *x = arg;
+	__u32 q;
+
+	if (i >= QN_NUM_PRIOS)
+		return 1;
+	if (!(x->enable & (1u << i)) || i == QN_PRIO_CONTROL)
+		return 0;
+	x->any = 1;
+	/* the mask in asm: clang drops a C mask after the bound check and indexes with the
+	 * unchecked copy, which the verifier refuses */
+	asm volatile("%[i] &= 7" : [i] "+r"(i));
+	q = bpf_ntohs(x->q[i]);
+	if (q > x->max)
+		x->max = q;
+	return 0;
+}
+
 /*
  * qn_pfc_receive - a PFC (or 802.3x PAUSE) frame from the neighbouring switch on port `in`
  * (`qs` its queue state, `st` its counters): pause or resume the port's data class. The quanta
@@ -196,7 +222,7 @@ static __always_inline long qn_pfc_receive(const struct qn_swcfg *cfg, const str
 					  __u64 now)
 {
 	struct qn_pfc_body *b = data + 14;
-	__u32 quanta = 0, enable, op, i;
+	__u32 quanta = 0, enable, op;
 	int any = 0;
 	__u64 rate, dur;
 
@@ -208,15 +234,14 @@ static __always_inline long qn_pfc_receive(const struct qn_swcfg *cfg, const str
 		quanta = enable; /* 802.3x: the pause time, every priority */
 		any = 1;
 	} else if (op == QN_PFC_OPCODE) {
-		/* unrolled: no back-edge for 6.1's CFG check (dequeue.h) */
-#pragma unroll
-		for (i = 0; i < QN_NUM_PRIOS; i++) {
-			if (!(enable & (1u << i)) || i == QN_PRIO_CONTROL)
-				continue;
-			any = 1;
-			if (bpf_ntohs(b->quanta[i]) > quanta)
-				quanta = bpf_ntohs(b->quanta[i]);
-		}
+		struct qn_pfc_prios x = {.enable = enable};
+
+		__builtin_memcpy(x.q, b->quanta, sizeof(x.q));
+		/* a callback verified once: eight forks of the running maximum inline multiplied the
+		 * ingress program's verification paths (6.1: over the budget, docs/switch.md) */
+		bpf_loop(QN_NUM_PRIOS, qn_pfc_prio, &x, 0);
+		quanta = x.max;
+		any = x.any;
 	}
 	if (!any)
 		return -1;

@@ -150,24 +150,37 @@ static __always_inline __u32 qn_stage_queue(struct qn_ctx *c)
 	return 0;
 }
 
-/* Admission stage: the dynamic threshold; with PFC on, the data class by its ingress account
- * instead (lossless, pfc.h). Return: 0, QN_DROP_BUFFER or QN_DROP_LOSSLESS. */
-static __always_inline __u32 qn_stage_admit(struct qn_ctx *c)
+/* Lossless admission stage (pfc.h): with PFC on, the data class is admitted by its ingress
+ * account, not by the egress threshold. Early in the pipeline (it needs no queue depth): fewer
+ * verifier states reach it there, and inlined further down it doubled the ingress program's
+ * verification (6.1 went past its budget). Return: 0 or QN_DROP_LOSSLESS. */
+static __always_inline __u32 qn_stage_lossless(struct qn_ctx *c)
 {
-	int ctrl = qn_is_ctrl(&c->p);
 	__u32 zero = 0;
 	__s64 *used;
 
+	if (!c->cfg || !c->cfg->pfc.on || qn_is_ctrl(&c->p))
+		return 0;
+	used = bpf_map_lookup_elem(&qn_buffer, &zero);
+	if (c->pa && used && !qn_pfc_admit(c->cfg, c->in, c->pa, *used, c->len))
+		return QN_DROP_LOSSLESS;
+	return 0;
+}
+
+/* Admission stage: the dynamic threshold (not for the data class with PFC on: the lossless
+ * stage admitted it). Return: 0 or QN_DROP_BUFFER. */
+static __always_inline __u32 qn_stage_admit(struct qn_ctx *c)
+{
+	int ctrl = qn_is_ctrl(&c->p), ok;
+
 	if (!c->cfg || !c->qs)
 		return 0;
-	if (c->cfg->pfc.on && !ctrl) {
-		c->pa = qn_pfc_acct_of(c->in_port, c->prio);
-		used = bpf_map_lookup_elem(&qn_buffer, &zero);
-		if (c->pa && used && !qn_pfc_admit(c->cfg, c->in, c->pa, *used, c->len))
-			return QN_DROP_LOSSLESS;
-		return 0;
-	}
-	return qn_admit(c->cfg, c->depth_b, c->len, ctrl) ? 0 : QN_DROP_BUFFER;
+	/* Decided either way, then overridden: skipping the threshold's code on one branch
+	 * doubled the ingress program's verification (the states after it no longer prune). */
+	ok = qn_admit(c->cfg, c->depth_b, c->len, ctrl);
+	if (c->cfg->pfc.on && !ctrl)
+		ok = 1;
+	return ok ? 0 : QN_DROP_BUFFER;
 }
 
 /* Account an admitted packet (released by the dequeue hook, dequeue.h) and tag it for the hook:
@@ -180,8 +193,6 @@ static __always_inline void qn_stage_charge(struct qn_ctx *c)
 		return;
 	used = qn_charge(c->qs, c->len, c->qsrc == 1, c->depth_b, c->tokens, c->now);
 	c->skb->mark = QN_MARK_MAGIC | (c->in_port << QN_MARK_PORT_SHIFT) | (c->prio << QN_MARK_PRIO_SHIFT);
-	if (!c->pa)
-		c->pa = qn_pfc_acct_of(c->in_port, c->prio);
 	if (c->pa)
 		qn_pfc_charge(&c->cfg->pfc, c->pa, c->in, c->st, c->ifindex, c->in_port, c->prio, c->eport, c->len, c->now,
 			      c->cfg->buffer.bytes, used);

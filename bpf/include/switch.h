@@ -9,9 +9,10 @@
  *   fidelity     fidmon.h   arrival monitor of host ports
  *   dqmark       dqmark.h   a mark the upstream switch decided at dequeue
  *   forward      fwd.h      FIB, ECMP: next hop, egress port
+ *   lossless     queue.h, pfc.h  with PFC on: the data class admitted by its ingress account
  *   queue        queue.h    egress depth ahead of the packet
  *   test_loss    testknob.h injected loss (test knob)
- *   admit        queue.h    dynamic-threshold admission; lossless (pfc.h) with PFC on
+ *   admit        queue.h    dynamic-threshold admission (not the lossless data class)
  *   red          red.h      RED/ECN decision at enqueue
  *   (schemes)    one header per scheme stage, registered in QN_SCHEME_STAGES below:
  *                ldcp.h (LDCP: Not-ECT data dropped at K)
@@ -98,7 +99,16 @@ static __always_inline int qn_ingress_pipeline(struct __sk_buff *skb)
 		c.p.tos |= QN_ECN_CE;
 	QN_STAGE(r, qn_stage_forward(&c));
 	c.prio = (c.p.tos >> 5) & (QN_NUM_PRIOS - 1); /* DSCP >> 3: 26 -> 3 (data), 48 -> 6 (control) */
+	/* The (ingress port, priority) account, looked up once for admission and the charge, and
+	 * always here: a pointer that some paths carry and others not keeps the verifier from
+	 * pruning every later stage's paths (6.1 went past its budget). */
+	c.pa = qn_pfc_acct_of(c.in_port, c.prio);
+	if (!c.pa) {
+		r = QN_DROP_UNKNOWN_PORT; /* never: the key is masked into the array */
+		goto drop;
+	}
 	c.cfg = qn_swcfg_get();
+	QN_STAGE(r, qn_stage_lossless(&c));
 	QN_STAGE(r, qn_stage_queue(&c));
 	QN_STAGE(r, qn_stage_test_loss(&c));
 	QN_STAGE(r, qn_stage_admit(&c));

@@ -471,7 +471,8 @@ TEST_CASE("qn_tc_ingress__pause_from_a_switch", "[bpf][queue][pfc]")
 		qn_port p{};
 		p.port_no = 1;
 		p.role = QN_ROLE_SWITCH;
-		p.rate_bps = 1'000'000'000; // 1 Gbit/s (D = 1): a quantum is 512 ns
+		p.rate_bps = 1'000'000; // 1 Mbit/s (D = 1): a quantum is 512 us, 1000 last 512 ms (a slow
+		                        // guest under emulation runs the next frame well within it)
 		REQUIRE(bpf_map_update_elem(bpf_map__fd(fx.skel->maps.qn_ports), &kSwitchPort, &p, BPF_ANY) == 0);
 	}
 	PfcEvents pev(fx);
@@ -485,7 +486,7 @@ TEST_CASE("qn_tc_ingress__pause_from_a_switch", "[bpf][queue][pfc]")
 	CHECK(o.retval == TC_ACT_SHOT_); // taken, not forwarded
 	qn_qstate q = port_state(1);
 	REQUIRE(q.pause_start_ns != 0);
-	CHECK(q.pause_until_ns - q.pause_start_ns == 1000 * 512); // 1000 quanta at 1 Gbit/s
+	CHECK(q.pause_until_ns - q.pause_start_ns == 1000ull * 512 * 1000); // 1000 quanta at 1 Mbit/s
 	CHECK(q.pauses == 1);
 	qn_port_stats st = fx.stats(1);
 	CHECK(st.pfc_rx_xoff == 1);
@@ -534,7 +535,7 @@ TEST_CASE("qn_tc_ingress__pause_from_a_switch", "[bpf][queue][pfc]")
 		p[17] = 0xB8;
 		fx.ingress(p, kSwitchPort);
 		qn_qstate r = port_state(1);
-		CHECK(r.pause_until_ns >= r.pause_start_ns + 3000 * 512);
+		CHECK(r.pause_until_ns >= r.pause_start_ns + 3000ull * 512 * 1000);
 	}
 	SECTION("pfc_obey=off: counted and recorded, dropped by reason, the control thread not told")
 	{

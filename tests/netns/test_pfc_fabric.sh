@@ -25,10 +25,15 @@ sw_port() {
 }
 sw_sum() { "$QUENCH" switch stats "$TOPO_NAME/$1" --format json | jq "[.switches[0].ports[].counters[\"$2\"]] | add"; }
 # drops a congested fabric can cause (not the parser's: a cable's veth may emit IPv6 or ARP)
-cong_drops() { echo $(( $(sw_sum "$1" drops) - $(sw_sum "$1" drops.not_ipv4) )); }
+# (one read: a cable's veth may emit one between two reads)
+cong_drops() {
+	"$QUENCH" switch stats "$TOPO_NAME/$1" --format json |
+		jq '[.switches[0].ports[].counters | .drops - .["drops.not_ipv4"]] | add'
+}
 # drops of frames that entered a switch on its switch-facing ports (the fabric's own hops)
 fabric_drops() {
-	"$QUENCH" switch stats "$TOPO_NAME/$1" --format json | jq '[.switches[0].ports[] | select(.role == "switch") | .counters.drops] | add'
+	"$QUENCH" switch stats "$TOPO_NAME/$1" --format json |
+		jq '[.switches[0].ports[] | select(.role == "switch") | .counters | .drops - .["drops.not_ipv4"]] | add'
 }
 tmac() { "$QUENCH" topo show "$TOPO_NAME" | awk -v p="$1" '$1==p {print $5}' | head -1; }
 

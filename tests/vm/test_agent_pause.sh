@@ -4,9 +4,10 @@
 # on a quench switch, h1's link 12 Mbit/s, the port toward h2 10 Mbit/s. Behaviour only, never
 # timing (TCG):
 #  1. lossless: four ib_write_bw pairs h1 -> h2 started 0.5 s apart (ECN off, PFC on, XOFF with
-#     quanta of 200 ms at 12 Mbit/s; a buffer whose dynamic threshold, ~280 KB, is below what four
-#     QPs put in the queue without PAUSE, ~500 KB, and above the peaks measured with it, 130-175
-#     KB: docs/agent.md "PAUSE"): PAUSE frames reach h1 (> 0), the switch drops 0 packets, and
+#     quanta of 200 ms at 12 Mbit/s; PFC's lossless admission lets h1's account take its XOFF
+#     level, 16 KB, plus a headroom of 264 KB: ~280 KB, below what four QPs put in the queue
+#     without PAUSE, ~500 KB, and above the peaks measured with it, 130-175 KB: docs/agent.md
+#     "PAUSE"): PAUSE frames reach h1 (> 0), the switch drops 0 packets, and
 #     rxe's duplicate_request and out_of_seq_request (h2), retry_exceeded_err (h1) stay 0;
 #     negative control `quench agent --no-pause` (the programs ignore PAUSE): drops > 0;
 #  2. SFC: two QPs h1 -> h2 (two ib_write_bw pairs); one BTS from the switch's port names QP A
@@ -24,8 +25,9 @@ source "$(dirname "$0")/../netns/lib.sh"
 source "$(dirname "$0")/rxe_lib.sh"
 rxe_require rdma ib_write_bw bpftool jq tcpdump
 
-# Buffer 560 KB, dynamic threshold alpha 1: one congested queue is admitted up to ~280 KB.
-topo=$(write_topo "defaults rate=10Mbps mtu=2048 delay=0 buffer=560KB
+# With PFC on, an account takes XOFF + headroom (16 + 264 KB, below); the buffer (1 MB) holds
+# the headroom reserved for both ports (528 KB) and the rest.
+topo=$(write_topo "defaults rate=10Mbps mtu=2048 delay=0 buffer=1MB
 switch tor
 host h1 stack=rxe
 host h2 stack=rxe
@@ -80,7 +82,9 @@ pairs() {
 hw_all() { for c in duplicate_request out_of_seq_request; do hw_counter "$D2" $c; done; hw_counter "$D1" retry_exceeded_err; }
 
 # 1. lossless
-"$QUENCH" switch set "$TOPO_NAME/tor" ecn=off pfc=on xoff=16000 xon=8000 quanta=4700 >/dev/null
+# rxe lets what fq already holds slip (docs/agent.md "What a departure time cannot do"): the
+# headroom is sized for that, not from the switches' pause latency.
+"$QUENCH" switch set "$TOPO_NAME/tor" ecn=off pfc=on xoff=16000 xon=8000 quanta=4700 pfc_hdrm=264KB >/dev/null
 # lossless_run TAG [agent options]: sets R to "drops xoff_at_h1 duplicate_request out_of_seq
 # retry_exceeded"
 lossless_run() {

@@ -63,6 +63,7 @@ good=(
 	"bench switch --sfc --sfc-tbf 0"
 	"bench switch --sfc --sfc-cache off"
 	"bench switch --sfc --sfc-est"
+	"bench switch --gate-leaf"
 	"bench switch --set ldcp=on --set pbfs=on --depth 100KB --tos 110"
 	"switch keys"
 	"bench transport --rounds 4 --seconds 1"

@@ -35,23 +35,11 @@ fabric_drops() {
 	"$QUENCH" switch stats "$TOPO_NAME/$1" --format json |
 		jq '[.switches[0].ports[] | select(.role == "switch") | .counters | .drops - .["drops.not_ipv4"]] | add'
 }
-tmac() { "$QUENCH" topo show "$TOPO_NAME" | awk -v p="$1" '$1==p {print $5}' | head -1; }
 
 part1() {
 	# s1 (h1, h2) == s2 (h3, h4), every link 300 Mbit/s, D = 1, no cable (plain veth).
 	local topo rate=300e6 attempt
-	topo=$(write_topo "defaults rate=300Mbps mtu=2048 delay=1us buffer=12MB
-switch s1
-switch s2
-host h1
-host h2
-host h3
-host h4
-link h1 s1
-link h2 s1
-link s1 s2 delay=0ns
-link s2 h3
-link s2 h4")
+	topo=$(write_dumbbell 300Mbps 2048 300Mbps 12MB)
 	"$QUENCH" topo up "$topo" >/dev/null
 	for s in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$s" pfc=on >/dev/null; done
 	local H1 H2 H3 H4 hdrm

@@ -99,6 +99,7 @@ Status validate_ifindex(uint32_t ifindex, const std::string &expect, const std::
 Status fill_and_validate(const Topology &t, int sw, const Dilation &d, int ports_fd, int fib_fd, int fid_fd)
 {
 	const std::string &swname = t.nodes[size_t(sw)].name;
+	const std::vector<uint64_t> hdrm = switch_headrooms(t, sw, d);
 	for (int pi : t.ports_of(sw)) {
 		const Port &p = t.ports[size_t(pi)];
 		const Link &l = t.links[size_t(p.link)];
@@ -108,7 +109,7 @@ Status fill_and_validate(const Topology &t, int sw, const Dilation &d, int ports
 		v.rate_bps = l.rate_bps;
 		v.mtu = l.mtu;
 		v.burst_bytes = uint32_t(plan_htb(l.rate_bps, l.mtu, t.nodes[size_t(sw)].buffer_bytes, d).burst_bytes);
-		v.hdrm_bytes = uint32_t(switch_headrooms(t, sw, d)[size_t(p.port_no)]);
+		v.hdrm_bytes = uint32_t(hdrm[size_t(p.port_no)]);
 		std::memcpy(v.mac, p.mac.data(), 6);
 		uint32_t key = p.ifindex;
 		if (bpf_map_update_elem(ports_fd, &key, &v, BPF_ANY))
@@ -380,10 +381,11 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 				 bpf_map__fd(skel->maps.qn_fid)));
 	// Each port's headroom in its queue state too (before any traffic: nothing else writes it
 	// yet), where the dequeue hook judges a pause's slip (pfc.h).
+	const std::vector<uint64_t> hdrm = switch_headrooms(t, sw, d);
 	for (int pi : t.ports_of(sw)) {
 		const Port &p = t.ports[size_t(pi)];
 		qn_qstate q{};
-		q.hdrm_bytes = switch_headrooms(t, sw, d)[size_t(p.port_no)];
+		q.hdrm_bytes = hdrm[size_t(p.port_no)];
 		uint32_t pno = uint32_t(p.port_no);
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_qstate), &pno, &q, BPF_ANY))
 			return sys_error(errno, "switch " + node.name + ": write qn_qstate");

@@ -7,6 +7,7 @@
 #include "transport/cc/dcqcn.h"
 #include "transport/cc/ldcp.h"
 #include "transport/cc/pbfs.h"
+#include "transport/cc/pcn.h"
 #include "transport/cc/sfc.h"
 #include "common/abi.h"
 
@@ -147,6 +148,26 @@ Status check_ldcp(const std::string &key, const std::string &value)
 	return ldcp_override(p, key, value);
 }
 
+Result<BaseBuilt> make_pcn(const Setup &s)
+{
+	PcnParams p;
+	if (!s.params.empty() && s.params != "paper")
+		return make_error("unknown PCN parameter set '" + s.params + "' (paper: the spec's values)");
+	for (const auto &[k, v] : s.overrides)
+		QN_TRY(pcn_override(p, k, v));
+	BaseBuilt b;
+	b.algo = std::make_unique<Pcn>(p, s.line_rate_bps);
+	if (s.np)
+		b.np = std::make_unique<PcnNp>(p);
+	b.describe = pcn_describe(p) + (s.np ? "" : " NP=off");
+	return b;
+}
+Status check_pcn(const std::string &key, const std::string &value)
+{
+	PcnParams p;
+	return pcn_override(p, key, value);
+}
+
 std::string no_params() { return ""; }
 std::string dcqcn_params_usage() { return dcqcn_table().usage("      "); }
 Status check_none(const std::string &key, const std::string &)
@@ -169,6 +190,10 @@ const BasePart kBases[] = {
 	{"ldcp", "LDCP (ldcp.md): per-ACK window, sub-packet windows, fast start with Not-ECT packets dropped first",
 	 Loss::Lossy, true, false, true, kSigAck | kSigWindow | kSigMessage, make_ldcp, ldcp_derive, ldcp_params_usage, check_ldcp, {{"ldcp", "on"}},
 	 {{"ldcp", "off"}}, true, {{"FS drops", "switch.drops.ldcp_not_ect"}}},
+	{"pcn", "PCN (pcn.md): NP-ECN at the switch, receiving-rate CNPs, receiver-driven decrease, self-weighted increase",
+	 Loss::Lossless, false, true, true, kSigCnp, make_pcn, pcn_derive, [] { return pcn_table().usage("      "); }, check_pcn,
+	 {{"pcn", "on"}}, {{"pcn", "off"}}, false,
+	 {{"NP-ECN spared", "switch.pcn_spared"}, {"congested CNPs", "cc.pcn.cnp_congested"}}},
 };
 
 Result<std::unique_ptr<StartPolicy>> make_pbfs(const Setup &s)
@@ -232,6 +257,7 @@ const Alias kAliases[] = {
 	{"dcqcn+w", "dcqcn+w:lossless", true},
 	{"ldcp", "ldcp:lossy", true},
 	{"pbfs", "dcqcn/pbfs:lossless", true},
+	{"pcn", "pcn:lossless", false},
 };
 
 // Retransmission defaults by loss mode: lossless QPs a RoCE NIC's QP timeout (4.096 us x 2^14 =

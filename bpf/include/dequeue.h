@@ -5,6 +5,7 @@
  * (qn_dev_port) and its own packets by the skb->mark tag the ingress pipeline wrote. Stages per
  * departing packet, over one struct qn_dq_ctx:
  *   fidelity   fidmon.h  departure monitor
+ *   pcn        pcn.h     PCN's NP-ECN: a packet that had been paused is not marked (PN)
  *   red        here      RED at dequeue on the backlog behind the packet (dqmark.h), when set
  *   release    here, acct.h egress, buffer and (ingress port, priority) accounting; XON
  * and per port, once per hook: peak depth and a dequeue-time queue sample (qn_qsamples) at most
@@ -18,6 +19,7 @@
 #include "dqmark.h"
 #include "fidmon.h"
 #include "pfc.h"
+#include "pcn.h"
 #include "acct.h"
 #include "queue.h"
 
@@ -48,17 +50,43 @@ static __always_inline void qn_dq_release(struct qn_dq_ctx *d)
 	qn_acct_release(d->cfg, d->qs, d->eport, in_port, prio, len, d->now);
 }
 
+/* The RED decision at dequeue on one departing ECT data packet with dequeue-mark key `k` and
+ * `backlog` bytes behind it: a marked packet's identity goes to qn_dqmarks for the next hop and
+ * the egress port counts the mark; a packet PCN's NP-ECN spares (`spare`: it had been paused) is
+ * counted instead. Shared by the departure hook and the test-run departure (qn_dq_test).
+ * Return: 1 marked, 2 spared, 0 neither. */
+static __always_inline int qn_dq_red_decide(const struct qn_swcfg *cfg, __u32 eport, __u64 backlog, __u8 tos,
+					    const struct qn_dqkey *k, int spare)
+{
+	struct qn_port_stats *st;
+	__u32 one = 1;
+
+	if (!(tos & QN_ECN_MASK) || (tos & QN_ECN_MASK) == QN_ECN_CE)
+		return 0;
+	if (!qn_red_decide(&cfg->red, backlog))
+		return 0;
+	st = bpf_map_lookup_elem(&qn_port_stats, &eport);
+	if (spare) {
+		if (st)
+			st->pcn_spared++;
+		return 2;
+	}
+	if (bpf_map_update_elem(&qn_dqmarks, k, &one, BPF_ANY))
+		return 0;
+	if (st)
+		st->ecn_marked++;
+	return 1;
+}
+
 /* RED stage at dequeue: `backlog` is the port's queue after this packet left (the tracepoint
- * fires after the qdisc's dequeue has taken it out). A marked packet's identity goes to
- * qn_dqmarks for the next hop; the egress port counts the mark. Data class only (dcqcn.md §3.1). */
-static __always_inline void qn_dq_red(struct qn_dq_ctx *d)
+ * fires after the qdisc's dequeue has taken it out). Data class only (dcqcn.md §3.1). `spare`:
+ * PCN's NP-ECN exempts the packet (pcn.h). */
+static __always_inline void qn_dq_red(struct qn_dq_ctx *d, int spare)
 {
 	struct sk_buff *skb = d->skb;
 	unsigned char *l3;
-	struct qn_port_stats *st;
 	struct qn_dqkey k = {};
 	struct iphdr ip;
-	__u32 one = 1;
 	__u16 sport;
 
 	if (!d->cfg->red.on || !d->cfg->red.at_dequeue || (skb->mark & QN_MARK_MAGIC_MASK) != QN_MARK_MAGIC ||
@@ -69,21 +97,13 @@ static __always_inline void qn_dq_red(struct qn_dq_ctx *d)
 		return;
 	if (ip.version != 4 || ip.protocol != IPPROTO_UDP_NUM || (ip.frag_off & bpf_htons(0x3fff)))
 		return;
-	if (!(ip.tos & QN_ECN_MASK) || (ip.tos & QN_ECN_MASK) == QN_ECN_CE)
-		return;
 	if (bpf_probe_read_kernel(&sport, sizeof(sport), l3 + ip.ihl * 4))
-		return;
-	if (!qn_red_decide(&d->cfg->red, d->backlog))
 		return;
 	k.saddr_be = ip.saddr;
 	k.daddr_be = ip.daddr;
 	k.ip_id_be = ip.id;
 	k.sport_be = sport;
-	if (bpf_map_update_elem(&qn_dqmarks, &k, &one, BPF_ANY))
-		return;
-	st = bpf_map_lookup_elem(&qn_port_stats, &d->eport);
-	if (st)
-		st->ecn_marked++;
+	qn_dq_red_decide(d->cfg, d->eport, d->backlog, ip.tos, &k, spare);
 }
 
 /* Per-port stage, once per hook: peak and the sample stream. */
@@ -111,7 +131,8 @@ static __always_inline void qn_dq_one(struct qn_dq_ctx *d, struct sk_buff *skb, 
 	d->skb = skb;
 	if (d->fp) /* a bulk's earlier packets leave the later ones queued */
 		qn_fid_departure(d->fp, d->eport, skb->len, d->now, i + 1 < packets ? 1 : d->backlog);
-	qn_dq_red(d);
+	qn_dq_red(d, (skb->mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC && skb->priority != QN_HTB_CLASS_CONTROL &&
+			     qn_pcn_departure(d->cfg, d->qs));
 	qn_dq_release(d);
 	/* A pause from the neighbouring switch is open: count what leaves (pfc.h). */
 	if (d->qs->pause_start_ns && skb->priority != QN_HTB_CLASS_CONTROL)
@@ -163,6 +184,48 @@ done:
 	if (!d.backlog && !q->q.qlen && d.qs->acct_bytes > 0)
 		qn_acct_repair(d.cfg, d.qs, d.eport, d.now);
 	return 0;
+}
+
+/*
+ * qn_dq_test - a departure without a qdisc, for BPF_PROG_TEST_RUN (which has none; never
+ * attached): the packet in `skb` leaves egress port skb->cb[0] with the backlog qn_test_qdepth
+ * holds for that port behind it, its skb->mark and skb->priority as the ingress pipeline and the
+ * egress classifier wrote them. It runs the hook's per-packet stages on it: PCN's PN, RED at
+ * dequeue, the release of its accounting. Return: 1 marked, 2 spared, 0 neither.
+ */
+static __always_inline int qn_dq_test(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
+	__u32 eport = skb->cb[0] & (QN_MAX_PORTS - 1), mark = skb->mark;
+	const struct qn_swcfg *cfg = qn_swcfg_get();
+	struct qn_test_qdepth *td;
+	struct qn_qstate *qs;
+	struct qn_dqkey k = {};
+	struct qn_pkt p;
+	struct iphdr *ip;
+	int is_data, spare, r = 0;
+
+	qs = bpf_map_lookup_elem(&qn_qstate, &eport);
+	td = bpf_map_lookup_elem(&qn_test_qdepth, &eport);
+	if (!cfg || !qs || !td || qn_parse(data, data_end, skb->len, &p))
+		return 0;
+	is_data = (mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC && skb->priority != QN_HTB_CLASS_CONTROL;
+	spare = is_data && qn_pcn_departure(cfg, qs);
+	if (is_data && cfg->red.on && cfg->red.at_dequeue && p.eth_proto == QN_ETH_P_IPV4 &&
+	    p.proto == IPPROTO_UDP_NUM && !p.is_frag && p.l3_off <= QN_ETH_HLEN + 4 * QN_VLAN_MAX_DEPTH) {
+		ip = data + p.l3_off;
+		if ((void *)(ip + 1) > data_end)
+			return 0;
+		k.saddr_be = ip->saddr;
+		k.daddr_be = ip->daddr;
+		k.ip_id_be = ip->id;
+		k.sport_be = bpf_htons(p.sport);
+		r = qn_dq_red_decide(cfg, eport, td->bytes, p.tos, &k, spare);
+	}
+	if ((mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC)
+		qn_acct_release(cfg, qs, eport, (mark >> QN_MARK_PORT_SHIFT) & (QN_MAX_PORTS - 1),
+				(mark >> QN_MARK_PRIO_SHIFT) & (QN_NUM_PRIOS - 1), skb->len, bpf_ktime_get_ns());
+	return r;
 }
 
 #endif /* QN_DEQUEUE_H */

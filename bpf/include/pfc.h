@@ -26,6 +26,7 @@
 #define QN_PFC_H
 
 #include "pipeline.h"
+#include "pcn.h"
 
 /* Post a request for the control thread: XOFF (quanta > 0) or XON (quanta 0) to send on
  * port_no, or with QN_PFC_EV_RX a pause received there. ifindex 0 lets the control thread map
@@ -258,6 +259,7 @@ static __always_inline long qn_pfc_receive(const struct qn_swcfg *cfg, const str
 			qs->pauses++;
 		}
 		qs->pause_until_ns = now + dur;
+		qn_pcn_xoff(cfg, qs, st); /* PCN's PN: what is queued now waited behind this pause */
 	} else {
 		st->pfc_rx_xon++;
 		if (qs->pause_start_ns && now < qs->pause_until_ns)

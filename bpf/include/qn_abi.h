@@ -207,6 +207,8 @@ struct qn_fib_val {
 	X(pfc_rx_xoff, "xoff_rx", "PAUSE frames (quanta > 0) from the neighbouring switch on this port") \
 	X(pfc_rx_xon, "xon_rx", "XON frames (quanta 0) from the neighbouring switch on this port") \
 	X(pfc_slip_bytes, "slip_B", "data bytes that left through this port while its neighbour had it paused") \
+	X(pcn_paused, "pn_in", "data packets counted into PN (PCN's NP-ECN): queued when a PAUSE from the neighbour began, or enqueued while it lasted") \
+	X(pcn_spared, "np_sp", "data packets over the marking threshold that left unmarked because they had been paused (NP-ECN)") \
 	X(pfc_slip_over, "slip_over", "pauses from the neighbour that let more data slip than this link's headroom holds (the pause latency exceeded its budget: a lossless run with one is not a result)")
 
 struct qn_port_stats {
@@ -323,6 +325,16 @@ struct qn_set_pbfs {
 	__u64 tdelta_ns;        /* T_Δ, the window of recentBytes (fabric) */
 	__u64 dc_rtt_ns;        /* DC_RTT (fabric) */
 };
+/* PCN's NP-ECN (pcn.h, pcn.md §3.1): packets that were paused by a neighbour's PFC are never
+ * marked; the marking itself is the RED profile (step at K: kmin = kmax = K) at ecn_at. */
+enum qn_pcn_pn_mode {
+	QN_PCN_PN_XOFF_ENQ = 0, /* PN = queue at the PAUSE, + every data packet enqueued while paused */
+	QN_PCN_PN_XOFF = 1,     /* PN = queue at the PAUSE only */
+};
+struct qn_set_pcn {
+	__u32 on;               /* 1 = NP-ECN */
+	__u32 pn_mode;          /* enum qn_pcn_pn_mode [R] */
+};
 struct qn_swcfg {
 	struct qn_set_buffer buffer;
 	struct qn_set_red red;
@@ -332,6 +344,7 @@ struct qn_swcfg {
 	struct qn_set_sfc sfc;
 	struct qn_set_ldcp ldcp;
 	struct qn_set_pbfs pbfs;
+	struct qn_set_pcn pcn;
 };
 
 /*
@@ -500,6 +513,8 @@ struct qn_qstate {
 	__u64 resume_cnt;
 	__u64 hdrm_bytes;       /* this link's PFC headroom (qn_port.hdrm_bytes), set at load: a pause
 	                         * that lets more slip is counted in pfc_slip_over */
+	__s64 pn;               /* PCN's PN (pcn.h): data packets still queued that had been paused;
+	                         * the next pn data departures are never marked */
 };
 
 /* qn_test_qdepth: ARRAY by port_no, read only with qn_set_test.qdepth (BPF_PROG_TEST_RUN has no

@@ -17,6 +17,7 @@
  *   (schemes)    one header per scheme stage, registered in QN_SCHEME_STAGES below:
  *                ldcp.h (LDCP: Not-ECT data dropped at K)
  *                sfc.h (SFC: BTS trigger, pause caches, SFC-P, incast estimator)
+ *                pcn.h (PCN: packets enqueued while the port is paused counted into PN)
  *   rewrite      fwd.h      TTL, CE, MACs
  *   charge, pfc  queue.h, pfc.h  accounting released at dequeue; XOFF on every port
  *   test_mirror  testknob.h signal trigger (test knob)
@@ -48,6 +49,7 @@
 		QN_STAGE(r, qn_stage_ldcp(c));    /* ldcp.h */                                 \
 		QN_STAGE(r, qn_stage_sfc(c));     /* sfc.h */                                  \
 		QN_STAGE(r, qn_stage_pbfs(c));    /* pbfs.h */                                 \
+		QN_STAGE(r, qn_stage_pcn(c));     /* pcn.h */                                  \
 	} while (0)
 
 #define QN_STAGE(r, call) do { (r) = (call); if (r) goto drop; } while (0)

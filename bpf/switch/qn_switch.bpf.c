@@ -43,4 +43,11 @@ int qn_tc_sweep(struct __sk_buff *skb)
 	return qn_acct_sweep();
 }
 
+/* A departure for BPF_PROG_TEST_RUN tables (no qdisc there); never attached. See dequeue.h. */
+SEC("tc")
+int qn_tc_depart_test(struct __sk_buff *skb)
+{
+	return qn_dq_test(skb);
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -276,7 +276,7 @@ TEST_CASE("cc_make__schemes_and_errors", "[dcqcn]")
 	s.scheme = "dcqcm";
 	auto r = make(s);
 	REQUIRE_FALSE(r.ok());
-	CHECK(r.error().message == "scheme 'dcqcm': no base algorithm 'dcqcm' (base algorithms: none, dcqcn, dcqcn+w, ldcp)");
+	CHECK(r.error().message == "scheme 'dcqcm': no base algorithm 'dcqcm' (base algorithms: none, dcqcn, dcqcn+w, ldcp, pcn)");
 	s.scheme = "dcqcn";
 	s.overrides["gain"] = "1";
 	r = make(s);

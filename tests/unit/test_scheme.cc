@@ -52,7 +52,7 @@ TEST_CASE("scheme__grammar_rejects_bad_names_with_the_reason", "[scheme]")
 	};
 	const Case cases[] = {
 		{"", "empty name"},
-		{"hpcc", "no base algorithm 'hpcc' (base algorithms: none, dcqcn, dcqcn+w, ldcp)"},
+		{"hpcc", "no base algorithm 'hpcc' (base algorithms: none, dcqcn, dcqcn+w, ldcp, pcn)"},
 		{"ldcp:lossless", "ldcp runs only lossy"},
 		{"dcqcn:lossyy", "loss mode 'lossyy' is not lossy or lossless"},
 		{"dcqcn:", "loss mode '' is not lossy or lossless"},

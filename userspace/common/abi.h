@@ -36,7 +36,7 @@ static_assert(sizeof(struct qn_sig_entry) == 48 && offsetof(struct qn_sig_entry,
 static_assert(QN_SIG_RING <= QN_SIG_SEQ_MASK + 1 && (QN_SIG_RING & (QN_SIG_RING - 1)) == 0, "QN_SIG_RING");
 static_assert(QN_SIG_MAX <= 16 && QN_MAX_PORTS <= 32, "the signal mark has 4 type and 5 port bits");
 static_assert(sizeof(struct qn_dqkey) == 12, "qn_dqkey layout changed");
-static_assert(sizeof(struct qn_qstate) == 176, "qn_qstate layout changed");
+static_assert(sizeof(struct qn_qstate) == 184, "qn_qstate layout changed");
 static_assert(sizeof(struct qn_test_qdepth) == 16, "qn_test_qdepth layout changed");
 static_assert(sizeof(struct qn_pfc_acct) == 56 + 8 * QN_MAX_PORTS, "qn_pfc_acct layout changed");
 static_assert(sizeof(struct qn_pfc_event) == 24, "qn_pfc_event layout changed");

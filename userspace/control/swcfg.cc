@@ -70,6 +70,10 @@ const ParamTable<qn_swcfg> &swcfg_table()
 		{"pbfs_slot", K::Time, W(pbfs.slot_ns), 0, 1e9, {}, "PB-FS slot length DC_RTT / 2N, fabric time", nullptr, "1560ns"},
 		{"pbfs_tdelta", K::Time, W(pbfs.tdelta_ns), 0, 1e9, {}, "PB-FS T_Δ: the recentBytes window, fabric time", nullptr, "2035ns"},
 		{"pbfs_dc_rtt", K::Time, W(pbfs.dc_rtt_ns), 0, 1e9, {}, "PB-FS DC_RTT, fabric time", nullptr, "25us"},
+		// pcn: PCN's NP-ECN (pcn.h, docs/pcn.md); the scheme pcn derives the values
+		{"pcn", K::Flag, W(pcn.on), 0, 0, {}, "PCN NP-ECN: packets paused by a neighbour's PFC are never marked", nullptr, "off"},
+		{"pcn_pn", K::Choice, W(pcn.pn_mode), 0, 0, {"xoff+enq", "xoff"},
+		 "PCN PN: the queue at the PAUSE plus packets enqueued while paused, or the queue at the PAUSE only", nullptr, "xoff+enq"},
 	});
 	// clang-format on
 	return t;

@@ -130,7 +130,8 @@ static __always_inline void qn_dq_one(struct qn_dq_ctx *d, struct sk_buff *skb, 
 {
 	d->skb = skb;
 	if (d->fp) /* a bulk's earlier packets leave the later ones queued */
-		qn_fid_departure(d->fp, d->eport, skb->len, d->now, i + 1 < packets ? 1 : d->backlog);
+		qn_fid_departure(d->fp, d->eport, skb->len, d->now, i + 1 < packets ? 1 : d->backlog,
+				 d->qs->pause_start_ns != 0);
 	qn_dq_red(d, (skb->mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC && skb->priority != QN_HTB_CLASS_CONTROL &&
 			     qn_pcn_departure(d->cfg, d->qs));
 	qn_dq_release(d);

@@ -89,13 +89,16 @@ static __always_inline void qn_fid_arrival(__u32 port_no, __u32 len, __u64 now)
 		qn_fid_frame(fp, QN_FID_ARRIVAL, port_no, len, now, fp->engine_backlogged);
 }
 
-/* A departure: backlogged when the previous departure left packets queued; `left` is the
+/* A departure: backlogged when the previous departure left packets queued, unless `held`: a
+ * pause from the neighbouring switch began since (pfc.h; it stays open until the first departure
+ * after its end), so the gap was the link's flow control, not link time lost. `left` is the
  * backlog this one leaves. */
-static __always_inline void qn_fid_departure(struct qn_fid_port *fp, __u32 port_no, __u32 len, __u64 now, __u64 left)
+static __always_inline void qn_fid_departure(struct qn_fid_port *fp, __u32 port_no, __u32 len, __u64 now, __u64 left,
+					     int held)
 {
 	struct qn_fid_mon *m = &fp->mon[QN_FID_DEPARTURE];
 
-	qn_fid_frame(fp, QN_FID_DEPARTURE, port_no, len, now, m->prev_left > 0);
+	qn_fid_frame(fp, QN_FID_DEPARTURE, port_no, len, now, m->prev_left > 0 && !held);
 	m->prev_left = left;
 }
 

@@ -267,3 +267,44 @@ TEST_CASE("model__switch_settings_by_key", "[model][sfc]")
 	CHECK_FALSE(model_switch_set(c, "sfc", "yes").ok());
 	CHECK_FALSE(model_switch_set(c, "pbfs_n", "0").ok());
 }
+
+// PCN in the model (spec P2, the one-loop decrease; the model has no PFC, so NP-ECN, which acts on
+// paused packets only, never acts here: the rate laws alone are checked). 16 line-rate senders
+// into one port, step marking at K = 4096 B at dequeue: within T + RTT of the first congested CNP
+// every sender has been cut to just below what it got through, so their rates sum to at most C.
+// DCQCN in the same burst is still above C then (its decrease is evolution-based): the check can
+// fail.
+TEST_CASE("model__pcn_one_loop_decrease_brings_the_sum_under_c", "[model][pcn]")
+{
+	double sum_at[2] = {0, 0};
+	for (int k = 0; k < 2; k++) {
+		ModelConfig c = base(k == 0 ? "pcn" : "dcqcn", 16);
+		c.flow_bytes = 1'000'000;
+		c.duration_ns = 20'000'000;
+		c.mark_at_dequeue = true;
+		c.kmin_bytes = c.kmax_bytes = 4096;
+		c.pmax = 1;
+		c.trace_senders = 16;
+		auto r = run_model(c);
+		REQUIRE(r.ok());
+		uint64_t first_cut = UINT64_MAX;
+		for (const auto &p : r->trace)
+			if (p.rate_bps < c.line_rate_bps)
+				first_cut = std::min(first_cut, p.t_ns);
+		REQUIRE(first_cut != UINT64_MAX);
+		const uint64_t at = first_cut + 50'000 + model_base_rtt_ns(c); // T + RTT
+		std::vector<uint64_t> rate(16, c.line_rate_bps);
+		for (const auto &p : r->trace)
+			if (p.t_ns <= at)
+				rate[size_t(p.sender)] = p.rate_bps;
+		for (auto v : rate)
+			sum_at[k] += double(v);
+		INFO((k == 0 ? "pcn" : "dcqcn") << ": first cut at " << first_cut << " ns, sum at " << at << " ns: " << sum_at[k] / 1e9
+						<< " Gbit/s; peak queue " << r->peak_queue_bytes);
+		CHECK(r->payload_rx_bytes == 16 * c.flow_bytes);
+		if (k == 0)
+			CHECK(sum_at[k] <= 1e10);
+		else
+			CHECK(sum_at[k] > 1e10);
+	}
+}

@@ -367,9 +367,11 @@ private:
 			r_.windows[w].goodput_bps += e.payload;
 		if (c_.flow_bytes && x.received >= c_.flow_bytes && !r_.done_ns[size_t(e.who)])
 			r_.done_ns[size_t(e.who)] = e.t;
-		if (x.parts.np && x.parts.np->on_data(NpPacket{e.t, 0, e.payload + c_.frame_bytes - c_.payload_bytes, e.ce})) {
-			r_.cnps++;
-			push(e.t + back, Kind::Cnp, e.who);
+		if (x.parts.np) {
+			if (auto c = x.parts.np->on_data(NpPacket{e.t, 0, e.payload + c_.frame_bytes - c_.payload_bytes, e.ce})) {
+				r_.cnps++;
+				push(e.t + back, Kind::Cnp, e.who, false, keep_cnp(*c));
+			}
 		}
 		arm_np(e.who, e.t);
 		push(e.t + back, Kind::Ack, e.who, e.ce, 0, x.rx_expected, false);
@@ -461,16 +463,19 @@ private:
 			if (e.t != x.np_timer_at)
 				break;
 			x.np_timer_at = UINT64_MAX;
-			if (x.parts.np->next_timer() <= e.t && x.parts.np->on_timer(e.t)) {
-				r_.cnps++;
-				push(e.t + 2 * c_.hop_delay_ns + 2 * serialization_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps),
-				     Kind::Cnp, e.who);
-			}
+			if (x.parts.np->next_timer() <= e.t)
+				if (auto c = x.parts.np->on_timer(e.t)) {
+					r_.cnps++;
+					push(e.t + 2 * c_.hop_delay_ns +
+						     2 * serialization_ns(c_.cnp_frame_bytes + c_.wire_overhead, c_.line_rate_bps),
+					     Kind::Cnp, e.who, false, keep_cnp(*c));
+				}
 			arm_np(e.who, e.t);
 			break;
 		}
 		case Kind::Cnp:
-			ctl(e.who).on_cnp(CnpEvent{e.t, 0, {}});
+			// the payload the notification point wrote (PCN's receiving rate; DCQCN's zeros)
+			ctl(e.who).on_cnp(CnpEvent{e.t, 0, std::span<const uint8_t>(cnp_payloads_[e.payload])});
 			trace(e.who, e.t);
 			arm_timer(e.who);
 			repace(e.who, e.t);
@@ -523,6 +528,13 @@ private:
 	std::vector<std::unique_ptr<ModelStage>> stages_; // the schemes' switch stages, in order
 	std::vector<ModelSignal> signals_;                // a packet's signals (reused)
 	std::vector<PostcardEvent> postcards_; // built, by index (Event::payload)
+	std::vector<std::array<uint8_t, kCnpPayloadBytes>> cnp_payloads_; // CNPs in flight, by index (Event::payload)
+	// Return: the index a CNP's payload is kept under until it arrives.
+	uint32_t keep_cnp(const CnpOut &c)
+	{
+		cnp_payloads_.push_back(c.payload);
+		return uint32_t(cnp_payloads_.size() - 1);
+	}
 	bool busy_ = false;
 	Packet in_service_{};
 	ModelResult r_;

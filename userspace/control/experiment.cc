@@ -108,6 +108,8 @@ const std::map<std::string, std::string> kCdfNames = {
 	{"googlerpc", "GoogleRPC2008.txt"},
 	{"rpc", "GoogleRPC2008.txt"},
 	{"alistorage", "AliStorage2019.txt"},
+	{"pcn-w1", "PCN_W1_webserver.txt"},
+	{"pcn-w2", "PCN_W2_hadoop.txt"},
 };
 
 struct Kv {

@@ -159,7 +159,7 @@ part3() {
 	run_victim() {
 		local label=$1 pfc=$2 h
 		"$QUENCH" topo up "$ROOT/netns/victim.topo" --name "$TOPO_NAME" --no-cables --param EDGE=300Mbps \
-			--param UPSTREAM=300Mbps >/dev/null
+			--param UPSTREAM=300Mbps --param F0=300Mbps >/dev/null
 		for s in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$s" pfc=$pfc >/dev/null; done
 		# The raw senders honour PAUSE between batches of 32 frames, slower than the 2 ms the
 		# automatic headroom covers: s1's ports from them get more (s2's port from s1 keeps its

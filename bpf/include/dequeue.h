@@ -5,7 +5,7 @@
  * (qn_dev_port) and its own packets by the skb->mark tag the ingress pipeline wrote. Stages per
  * departing packet, over one struct qn_dq_ctx:
  *   fidelity   fidmon.h  departure monitor
- *   pcn        pcn.h     PCN's NP-ECN: a packet that had been paused is not marked (PN)
+ *   (schemes)  qn_dq_scheme_stages below: pcn.h (PCN NP-ECN: a packet that had been paused is not marked)
  *   red        here      RED at dequeue on the backlog behind the packet (dqmark.h), when set
  *   release    here, acct.h egress, buffer and (ingress port, priority) accounting; XON
  * and per port, once per hook: peak depth and a dequeue-time queue sample (qn_qsamples) at most
@@ -48,6 +48,21 @@ static __always_inline void qn_dq_release(struct qn_dq_ctx *d)
 	in_port = (mark >> QN_MARK_PORT_SHIFT) & (QN_MAX_PORTS - 1);
 	prio = (mark >> QN_MARK_PRIO_SHIFT) & (QN_NUM_PRIOS - 1);
 	qn_acct_release(d->cfg, d->qs, d->eport, in_port, prio, len, d->now);
+}
+
+/*
+ * Scheme stages at departure, run on every departing packet before RED, in a header of their
+ * own: a scheme adds its include above and one line here (the departure counterpart of
+ * switch.h's QN_SCHEME_STAGES). A stage gets the settings, the egress port's state and whether
+ * the packet is data the ingress pipeline charged; it returns 1 when the packet must not be
+ * marked. Shared by the departure hook and the test-run departure (qn_dq_test).
+ */
+static __always_inline int qn_dq_scheme_stages(const struct qn_swcfg *cfg, struct qn_qstate *qs, int is_data)
+{
+	int no_mark = 0;
+
+	no_mark |= qn_dq_stage_pcn(cfg, qs, is_data); /* pcn.h */
+	return no_mark;
 }
 
 /* The RED decision at dequeue on one departing ECT data packet with dequeue-mark key `k` and
@@ -132,8 +147,8 @@ static __always_inline void qn_dq_one(struct qn_dq_ctx *d, struct sk_buff *skb, 
 	if (d->fp) /* a bulk's earlier packets leave the later ones queued */
 		qn_fid_departure(d->fp, d->eport, skb->len, d->now, i + 1 < packets ? 1 : d->backlog,
 				 d->qs->pause_start_ns != 0);
-	qn_dq_red(d, (skb->mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC && skb->priority != QN_HTB_CLASS_CONTROL &&
-			     qn_pcn_departure(d->cfg, d->qs));
+	qn_dq_red(d, qn_dq_scheme_stages(d->cfg, d->qs, (skb->mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC &&
+							      skb->priority != QN_HTB_CLASS_CONTROL));
 	qn_dq_release(d);
 	/* A pause from the neighbouring switch is open: count what leaves (pfc.h). */
 	if (d->qs->pause_start_ns && skb->priority != QN_HTB_CLASS_CONTROL)
@@ -211,7 +226,7 @@ static __always_inline int qn_dq_test(struct __sk_buff *skb)
 	if (!cfg || !qs || !td || qn_parse(data, data_end, skb->len, &p))
 		return 0;
 	is_data = (mark & QN_MARK_MAGIC_MASK) == QN_MARK_MAGIC && skb->priority != QN_HTB_CLASS_CONTROL;
-	spare = is_data && qn_pcn_departure(cfg, qs);
+	spare = qn_dq_scheme_stages(cfg, qs, is_data);
 	if (is_data && cfg->red.on && cfg->red.at_dequeue && p.eth_proto == QN_ETH_P_IPV4 &&
 	    p.proto == IPPROTO_UDP_NUM && !p.is_frag && p.l3_off <= QN_ETH_HLEN + 4 * QN_VLAN_MAX_DEPTH) {
 		ip = data + p.l3_off;

@@ -9,8 +9,8 @@
  *   CP3  a data packet is enqueued while the port is paused: PN += 1 (pcn_pn = xoff+enq, the
  *        default; xoff loads PN at the PAUSE only);                          qn_stage_pcn
  *   CP4  a data packet departs: PN > 0 -> PN -= 1 and the packet is not marked; otherwise the
- *        RED profile decides on the queue behind it (step at K: kmin = kmax = K); qn_pcn_departure
- *        and the dequeue RED stage (dequeue.h)
+ *        RED profile decides on the queue behind it (step at K: kmin = kmax = K);
+ *                                                        qn_dq_stage_pcn, RED in dequeue.h
  * With ecn_at = enqueue (a named variant) the decision is the enqueue RED stage's, and a packet
  * enqueued while the port is paused is spared; it cannot unmark what was marked before the pause.
  * Counters (egress port): pcn_paused (packets counted into PN), pcn_spared (packets over the
@@ -68,11 +68,12 @@ static __always_inline __u32 qn_stage_pcn(struct qn_ctx *c)
 	return 0;
 }
 
-/* CP4's count: a data packet leaves port state `qs`. Return: 1 when it was a paused packet
- * (PN was > 0 and is one less), which must not be marked. */
-static __always_inline int qn_pcn_departure(const struct qn_swcfg *cfg, struct qn_qstate *qs)
+/* CP4's count, a departure stage (dequeue.h): a packet leaves port state `qs` (`is_data`: a
+ * data packet the pipeline charged). Return: 1 when it was a paused packet (PN was > 0 and is
+ * one less), which must not be marked. */
+static __always_inline int qn_dq_stage_pcn(const struct qn_swcfg *cfg, struct qn_qstate *qs, int is_data)
 {
-	if (!cfg->pcn.on || qs->pn <= 0)
+	if (!is_data || !cfg->pcn.on || qs->pn <= 0)
 		return 0;
 	if (__sync_fetch_and_add(&qs->pn, -1) > 0)
 		return 1;

@@ -30,6 +30,7 @@ std::vector<std::pair<std::string, uint64_t>> host_counters_by_name(const HostCo
 		{"bts_rx", c.bts_rx},             {"postcard_rx", c.postcard_rx},
 		{"signal_unknown_qp", c.signal_unknown_qp}, {"link_errors", c.link_errors},
 		{"qp_paused_ns", c.qp_paused_ns},
+		{"pfc_pauses", c.pfc_pauses},     {"pfc_last_pause_at_ns", c.pfc_last_pause_at_ns},
 	};
 	for (size_t p = 0; p < 8; p++)
 		v.emplace_back("paused_ns.prio" + std::to_string(p), c.paused_ns[p]);

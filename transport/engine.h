@@ -144,6 +144,9 @@ struct HostCounters {
 	uint64_t ce_rx = 0;                 // data frames received CE-marked (for a connected QP)
 	uint64_t tx_data = 0, tx_ctrl = 0, tx_ring_full = 0, tx_no_frame = 0;
 	uint64_t pfc_rx = 0, pfc_xoff = 0, pfc_xon = 0;
+	uint64_t pfc_pauses = 0;            // pauses begun: an XOFF that found its priority running
+	uint64_t pfc_last_pause_at_ns = 0;  // fabric ns (the engine's clock) the last one began; an
+					    // instant, not an amount: reports take the latest over hosts
 	uint64_t paused_ns[8] = {};         // fabric time each priority was paused
 	uint64_t cnp_rx = 0, cnp_tx = 0, unknown_qp = 0;
 	uint64_t bts_rx = 0, postcard_rx = 0; // signals delivered to a QP of this host

@@ -126,8 +126,11 @@ void Engine::on_pfc(Host &h, const Packet &p, uint64_t now)
 			h.c.pfc_xon++;
 		} else {
 			// Quanta are 512 bit times of the link: fabric time at the fabric rate.
-			if (h.paused_until[i] <= now)
+			if (h.paused_until[i] <= now) {
 				h.pause_start[i] = now;
+				h.c.pfc_pauses++;
+				h.c.pfc_last_pause_at_ns = now;
+			}
 			h.paused_until[i] = now + serialization_ns(q * 64, h.link_bps);
 			h.c.pfc_xoff++;
 		}

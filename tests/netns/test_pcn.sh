@@ -18,6 +18,17 @@
 # arrives between pauses may still be marked, pcn.md §3.1 and docs/pcn.md "Victim flow");
 # NP-ECN spared packets under PCN (> 0) and none with it off; F0's goodput under PCN >= 90% of
 # its share. Reported: F0's goodput in the other two arms.
+#
+# Part 2, one-loop decrease (spec P2) on the 10 Gbit/s star at D = 200: 16 senders x 1 MB to h1 at
+# once, PFC XOFF 50 KB / XON 40 KB per ingress (so that the first loop's backlog crosses XOFF:
+# with the default 100 KB DCQCN never paused, PCN 3 times in its first loop), rate traces of all 16:
+#   PCN: the senders' summed rate <= C at 2T + RTT after the first cut (one interval later than
+#   the issue's T + RTT: a flow whose first packets left before the queue reached K has an
+#   interval under theta and is cut one interval later; the model shows the same with 10 us of
+#   start jitter, docs/pcn.md), the value at T + RTT reported; no pause begins later than
+#   2 (T + RTT) after the burst starts, and every PAUSE frame began a pause (no refresh);
+#   DCQCN (the spec's 10 Gbit/s values) in the same test: pauses > 0 (positive control), and its
+#   summed rate at the same instant is above C (the sum check can fail).
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 command -v jq >/dev/null || skip "missing jq"
@@ -92,4 +103,56 @@ DC_MK=$MK DC_X=$XOFF
 [ "$PCN_SP" -gt 0 ] || fail "PCN: NP-ECN spared nothing at the paused port"
 [ $((PCN_MK * 10)) -le "$OFF_MK" ] || fail "PCN: F0 marked $PCN_MK times at the paused port, more than a tenth of NP-ECN off's $OFF_MK"
 holds "$PCN_GP >= 0.9 * $SHARE" || fail "PCN: F0 got $PCN_GP bit/s, below 90% of its share $SHARE"
-pass "victim F0 under PCN $PCN_GP bit/s (marked $PCN_MK at the paused port); NP-ECN off: marked $OFF_MK; DCQCN: marked $DC_MK"
+echo "victim: F0 under PCN $PCN_GP bit/s (marked $PCN_MK at the paused port); NP-ECN off: marked $OFF_MK; DCQCN: marked $DC_MK"
+"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+
+# ---- part 2: one-loop decrease
+"$QUENCH" topo up "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" \
+	--param N=17 --dilation "$D" >/dev/null
+T=50000
+# burst SCHEME ARGS...: one VALID run with traces. Sets OUT (gen's JSON), RTT (base RTT, ns), SUMS
+# ("first-cut sum@T+RTT sum@2T+RTT": the senders' summed rate from the trace).
+burst() {
+	local name=$1 attempt
+	shift
+	for attempt in 1 2 3; do
+		OUT=$("$QUENCH" gen "$TOPO_NAME" --pattern incast --senders 16 --size 1MB --dst h1 --count 1 --sync-window 0 \
+			"$@" --trace 16 --trace-out "$WORK/$name.trace" --format json 2>"$WORK/$name.txt") ||
+			fail "$name: gen failed: $(tail -3 "$WORK/$name.txt")"
+		if jq -e '.valid and .flows_done == .flows' <<<"$OUT" >/dev/null; then
+			RTT=$(sed -n 's/.*base RTT \([0-9]*\) ns.*/\1/p' "$WORK/$name.txt" | head -1)
+			[ -n "$RTT" ] || fail "$name: gen printed no base RTT"
+			SUMS=$(awk -F, -v T=$T -v R="$RTT" -v C=1e10 '
+				NR > 1 { t[NR] = $2; p[NR] = $1; r[NR] = $3; n = NR; if ($3 < C && (first == "" || $2 < first)) first = $2 }
+				function sum_at(x,   i, s, last, k) {
+					for (i = 2; i <= n; i++) if (t[i] <= x) last[p[i]] = r[i]
+					k = 0; s = 0; for (i in last) { s += last[i]; k++ }
+					return s + (16 - k) * C }
+				END { if (first == "") print "none"; else printf "%d %.0f %.0f\n", first, sum_at(first + T + R), sum_at(first + 2 * T + R) }' "$WORK/$name.trace")
+			return 0
+		fi
+		echo "  $name attempt $attempt INVALID: $(jq -c .reasons <<<"$OUT")"
+	done
+	machine_stalls "$OUT" || fail "$name: no VALID run in three attempts on a quiet machine ($STALLS)"
+	skip "inconclusive: $name had no VALID run in three attempts; $STALLS"
+}
+"$QUENCH" switch set "$TOPO_NAME/tor" ecn=on ecn_at=dequeue kmin=4096 kmax=4096 pmax=1 xoff=50000 xon=40000 >/dev/null
+burst pcn --cc pcn
+read -r FIRST S1 S2 <<<"$SUMS"
+[ "$FIRST" != none ] || fail "PCN: no sender was ever cut"
+P_PAUSES=$(jq '.counters["host.pfc_pauses"]' <<<"$OUT") P_XOFF=$(jq '.counters["host.pfc_xoff"]' <<<"$OUT")
+P_LAST=$(jq '.counters["host.pfc_last_pause_at_ns"] - .t0_ns' <<<"$OUT")
+BOUND=$((2 * (T + RTT)))
+echo "PCN burst: first cut at $FIRST ns; summed rate $S1 bit/s at T + RTT, $S2 at 2T + RTT; $P_PAUSES pauses ($P_XOFF PAUSE frames), the last begun at $P_LAST ns (bound $BOUND)"
+holds "$S2 <= 1e10" || fail "PCN: the senders' summed rate is $S2 bit/s at 2T + RTT after the first cut, above C"
+[ "$P_PAUSES" -eq 0 ] || [ "$P_LAST" -le "$BOUND" ] || fail "PCN: a pause began at $P_LAST ns, after 2 (T + RTT) = $BOUND ns"
+[ "$P_XOFF" -eq "$P_PAUSES" ] || fail "PCN: $P_XOFF PAUSE frames for $P_PAUSES pauses: refreshes (a pause held past the loop)"
+"$QUENCH" switch set "$TOPO_NAME/tor" kmax=50000 pmax=0.01 >/dev/null
+burst dcqcn --cc dcqcn --cc-set rai=10Mbps --cc-set rhai=50Mbps --cc-set rmin=25Mbps --cc-set b=2500000
+read -r DFIRST _ _ <<<"$SUMS"
+D_PAUSES=$(jq '.counters["host.pfc_pauses"]' <<<"$OUT") D_LAST=$(jq '.counters["host.pfc_last_pause_at_ns"] - .t0_ns' <<<"$OUT")
+D_SUM=$(awk -F, -v x=$((FIRST + 2 * T + RTT)) -v C=1e10 'NR > 1 && $2 <= x { last[$1] = $3 } END { k = 0; for (i in last) { s += last[i]; k++ } printf "%.0f", s + (16 - k) * C }' "$WORK/dcqcn.trace")
+echo "DCQCN burst: first cut at $DFIRST ns; $D_PAUSES pauses, the last begun at $D_LAST ns; summed rate $D_SUM bit/s at PCN's 2T + RTT instant"
+[ "$D_PAUSES" -gt 0 ] || fail "DCQCN: no PAUSE in the burst (the positive control)"
+holds "$D_SUM > 1e10" || fail "DCQCN: summed rate $D_SUM bit/s <= C at the same instant: the sum check cannot tell the schemes apart"
+pass "victim F0 under PCN $PCN_GP bit/s, marked $PCN_MK at the paused port (NP-ECN off $OFF_MK, DCQCN $DC_MK); burst: PCN sums $S2 bit/s at 2T + RTT, its last pause began at $P_LAST ns; DCQCN $D_PAUSES pauses, the last at $D_LAST ns"

@@ -119,8 +119,15 @@ TEST_CASE("host_counter_sum__every_field_by_name", "[runner]")
 	CHECK(c.at("host.paused_ns.prio3") == 1000);
 	CHECK(c.at("host.malformed.bad_bth") == 5);
 	CHECK(c.at("host.malformed") == 6);
+	// an instant is the latest over hosts, not a sum
+	a.pfc_last_pause_at_ns = 7'000;
+	b.pfc_last_pause_at_ns = 5'000;
+	a.pfc_pauses = b.pfc_pauses = 2;
+	c = host_counter_sum({a, b});
+	CHECK(c.at("host.pfc_last_pause_at_ns") == 7'000);
+	CHECK(c.at("host.pfc_pauses") == 4);
 	// every HostCounters field has a name (a new field without one would be missing here)
-	CHECK(host_counters_by_name(a).size() == 21 + 8 + (size_t(ParseError::Count) - 1) + 1);
+	CHECK(host_counters_by_name(a).size() == 23 + 8 + (size_t(ParseError::Count) - 1) + 1);
 }
 
 TEST_CASE("switch_settings_for__derived_then_all_schemes_then_the_scheme", "[runner]")

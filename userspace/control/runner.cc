@@ -150,9 +150,12 @@ Counters switch_counter_delta(const std::vector<SwitchCounters> &before, const s
 Counters host_counter_sum(const std::vector<HostCounters> &hosts)
 {
 	Counters c;
+	// An instant (a name ending in _at_ns) is the latest over hosts; everything else a sum.
 	for (const auto &h : hosts)
-		for (const auto &[k, v] : host_counters_by_name(h))
-			c["host." + k] += v;
+		for (const auto &[k, v] : host_counters_by_name(h)) {
+			auto &x = c["host." + k];
+			x = k.ends_with("_at_ns") ? std::max(x, v) : x + v;
+		}
 	return c;
 }
 

@@ -261,6 +261,7 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	// the CLOCK_MONOTONIC instant of the run's fabric time 0 (trace and queue times count from
 	// it): relates them to the switches' timestamps (bpf_ktime_get_ns, wall = fabric x D)
 	j["t0_wall_ns"] = e.clock().to_wall(rep.t0_ns);
+	j["t0_ns"] = rep.t0_ns; // fabric ns on the engine's clock: instants (pfc_last_pause_at_ns) minus this are run time
 	j["cc"] = rep.cc_describe;
 	j["interrupted"] = rep.interrupted;
 	j["valid"] = rep.health.valid;

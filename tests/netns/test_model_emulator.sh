@@ -13,8 +13,12 @@
 #     model has no PFC (an unbounded buffer), so the switch runs lossy here (PFC off; the 12 MB
 #     buffer holds the 1.5 MB peak: nothing is dropped, which is checked) and both sides see the
 #     same network. Bounds: peak queue and mean FCT within +-25%, CNPs within +-30%.
+# (c) PCN's rate laws (docs/pcn.md): the 8:1 incast of (a) with PCN (T 50 us, theta 0.95, w_min
+#     1/128, w_max 1/2), step marking at K = 4096 B at dequeue (kmin = kmax = K, Pmax 1), PFC off
+#     (the model has none; NP-ECN acts only on paused packets, so it has nothing to do here and the
+#     12 MB buffer holds the peak: nothing is dropped, which is checked). Bounds as (a).
 # Only VALID runs (up to three attempts each). Negative control: the same check fails with the
-# emulator's notification point switched off (--no-np), on each fabric.
+# emulator's notification point switched off (--no-np), on each fabric and for PCN.
 # dcqcn+w/sfc is held against the model in test_sfc.sh (its incast-slope part: per-N peaks
 # and slopes on the long-10g fabric, where a BDP is many frames); dcqcn/pbfs in test_pbfs.sh (the
 # single-port case at each trial's measured slot phase).
@@ -44,10 +48,13 @@ fabric() {
 	esac
 }
 
+# ccargs VARIANT: the scheme options of a variant (DCQCN's parameter sets, or pcn) for model and gen.
+ccargs() { if [ "$1" = pcn ]; then echo "--cc pcn"; else echo "--cc dcqcn --cc-params $1 $params"; fi; }
 # model VARIANT: "PEAK FCT_MEAN CNPS" of the reference model.
 model() {
-	local out
-	out=$("$QUENCH" model --senders 8 --size "$size" $mopts --dequeue --pmax 0.01 --cc dcqcn --cc-params "$1" $params)
+	local out pmax=0.01
+	[ "$1" != pcn ] || pmax=1
+	out=$("$QUENCH" model --senders 8 --size "$size" $mopts --dequeue --pmax $pmax $(ccargs "$1"))
 	echo "model $1: $(grep -E '^(cc|queue|fct|signals):' <<<"$out" | tr '\n' ' ')" >&2
 	echo "$(sed -n 's/^queue: .* peak \([0-9]*\) B.*/\1/p' <<<"$out") $(sed -n 's/^fct_mean_ns \([0-9]*\)/\1/p' <<<"$out") $(sed -n 's/.* \([0-9]*\) CNPs$/\1/p' <<<"$out")"
 }
@@ -58,10 +65,11 @@ emulate() {
 	shift
 	local d0
 	d0=$(drops)
-	OUT=$("$QUENCH" gen "$TOPO_NAME" --pattern long --senders 8 --size "$size" --dst h1 --cc dcqcn --cc-params "$v" $params \
+	OUT=$("$QUENCH" gen "$TOPO_NAME" --pattern long --senders 8 --size "$size" --dst h1 $(ccargs "$v") \
 		$keep --queues tor:tor-p1 --queue-interval 5us --format json "$@" 2>"$WORK/gen.txt") || fail "gen $v $*: $OUT"
-	# the model drops nothing: neither may the switch (a lossy fabric must hold the incast)
-	[ "$(drops)" -eq "$d0" ] || fail "the switch dropped $(($(drops) - d0)) packets in the $v incast: $(grep -E '^goodput' "$WORK/gen.txt")"
+	# the model drops nothing: neither may the switch (a lossy fabric must hold the incast); a
+	# negative control (extra options) may: without CNPs and PFC the queue outgrows the buffer
+	[ $# -gt 0 ] || [ "$(drops)" -eq "$d0" ] || fail "the switch dropped $(($(drops) - d0)) packets in the $v incast: $(grep -E '^goodput' "$WORK/gen.txt")"
 	local peak fct cnp
 	peak=$(jq '.queues[] | select(.port == "tor/tor-p1") | .max' <<<"$OUT")
 	fct=$(jq 'if .flows_done == 8 then .fct_ns.mean | floor else 0 end' <<<"$OUT")
@@ -90,12 +98,16 @@ agree() {
 
 unchecked=""
 current=""
-for case in 10g/paper 10g/mellanox 100g/mellanox; do
+for case in 10g/paper 10g/mellanox 10g/pcn 100g/mellanox; do
 	f=${case%/*} v=${case#*/}
 	if [ "$f" != "$current" ]; then
 		[ -z "$current" ] || "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 		fabric "$f"
 		current=$f
+	fi
+	if [ "$v" = pcn ]; then # step marking at K, no PFC (the model has none)
+		"$QUENCH" switch set "$TOPO_NAME/tor" pfc=off kmin=4096 kmax=4096 pmax=1 >/dev/null
+		mopts="--rate 10Gbps --duration 80ms --kmin 4096 --kmax 4096" keep="--keep-switch-pfc"
 	fi
 	m=$(model "$v")
 	valid=0
@@ -108,10 +120,11 @@ for case in 10g/paper 10g/mellanox 100g/mellanox; do
 		unchecked="${unchecked:+$unchecked; }$case not compared (inconclusive): no VALID run in three attempts; $STALLS"
 		continue
 	fi
-	agree "$EMU" "$m" || fail "DCQCN $case: the emulator and the reference model disagree"
-	echo "DCQCN $case: emulator and model agree"
-	# Negative controls: without the notification point the check fails (once per fabric).
-	if [ "$v" = paper ] || [ "$f" = 100g ]; then
+	agree "$EMU" "$m" || fail "$case: the emulator and the reference model disagree"
+	echo "$case: emulator and model agree"
+	# Negative controls: without the notification point the check fails (once per fabric, and
+	# for PCN).
+	if [ "$v" = paper ] || [ "$v" = pcn ] || [ "$f" = 100g ]; then
 		emulate "$v" --no-np || true
 		if agree "$EMU" "$m"; then
 			fail "$case: the check passed with the emulator's notification point off: it cannot fail"
@@ -130,4 +143,4 @@ for case in 10g/paper 10g/mellanox 100g/mellanox; do
 	fi
 done
 [ -z "$unchecked" ] || skip "every other check passed; $unchecked"
-pass "DCQCN at 10 Gbit/s (paper, Mellanox) and 100 Gbit/s (Mellanox): peak queue, mean FCT and CNPs within the bounds of the reference model; NP off and (100 Gbit/s) staggered starts fail the check"
+pass "DCQCN at 10 Gbit/s (paper, Mellanox) and 100 Gbit/s (Mellanox), PCN at 10 Gbit/s: peak queue, mean FCT and CNPs within the bounds of the reference model; NP off and (100 Gbit/s) staggered starts fail the check"

@@ -16,9 +16,9 @@
 
 namespace qn::tp {
 
-std::vector<std::pair<std::string, uint64_t>> host_counters_by_name(const HostCounters &c)
+NamedCounters host_counters_by_name(const HostCounters &c)
 {
-	std::vector<std::pair<std::string, uint64_t>> v = {
+	NamedCounters v = {
 		{"tx_frames", c.tx_frames},       {"tx_bytes", c.tx_bytes},
 		{"rx_frames", c.rx_frames},       {"rx_bytes", c.rx_bytes},
 		{"rx_data_bytes", c.rx_data_bytes}, {"ce_rx", c.ce_rx},
@@ -30,16 +30,16 @@ std::vector<std::pair<std::string, uint64_t>> host_counters_by_name(const HostCo
 		{"bts_rx", c.bts_rx},             {"postcard_rx", c.postcard_rx},
 		{"signal_unknown_qp", c.signal_unknown_qp}, {"link_errors", c.link_errors},
 		{"qp_paused_ns", c.qp_paused_ns},
-		{"pfc_pauses", c.pfc_pauses},     {"pfc_last_pause_at_ns", c.pfc_last_pause_at_ns},
+		{"pfc_pauses", c.pfc_pauses},     {"pfc_last_pause_at_ns", c.pfc_last_pause_at_ns, CounterKind::Instant},
 	};
 	for (size_t p = 0; p < 8; p++)
-		v.emplace_back("paused_ns.prio" + std::to_string(p), c.paused_ns[p]);
+		v.push_back({"paused_ns.prio" + std::to_string(p), c.paused_ns[p]});
 	uint64_t bad = 0;
 	for (size_t r = 1; r < c.bad.size(); r++) {
-		v.emplace_back("malformed." + to_string(ParseError(r)), c.bad[r]);
+		v.push_back({"malformed." + to_string(ParseError(r)), c.bad[r]});
 		bad += c.bad[r];
 	}
-	v.emplace_back("malformed", bad);
+	v.push_back({"malformed", bad});
 	return v;
 }
 

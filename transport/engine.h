@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/counters.h"
 #include "common/units.h"
 #include "transport/cc/cc.h"
 #include "transport/clock.h"
@@ -145,8 +146,8 @@ struct HostCounters {
 	uint64_t tx_data = 0, tx_ctrl = 0, tx_ring_full = 0, tx_no_frame = 0;
 	uint64_t pfc_rx = 0, pfc_xoff = 0, pfc_xon = 0;
 	uint64_t pfc_pauses = 0;            // pauses begun: an XOFF that found its priority running
-	uint64_t pfc_last_pause_at_ns = 0;  // fabric ns (the engine's clock) the last one began; an
-					    // instant, not an amount: reports take the latest over hosts
+	uint64_t pfc_last_pause_at_ns = 0;  // fabric ns (the engine's clock) the last one began (an
+					    // instant: CounterKind::Instant)
 	uint64_t paused_ns[8] = {};         // fabric time each priority was paused
 	uint64_t cnp_rx = 0, cnp_tx = 0, unknown_qp = 0;
 	uint64_t bts_rx = 0, postcard_rx = 0; // signals delivered to a QP of this host
@@ -160,7 +161,7 @@ struct HostCounters {
 // A host's counters by name, exact: every field above ("paused_ns.prioN" per priority,
 // "malformed.<reason>" per parse error, "malformed" their sum). A counter added to HostCounters
 // is added here once and reaches every report (the experiment's summary, JSON) by name.
-std::vector<std::pair<std::string, uint64_t>> host_counters_by_name(const HostCounters &c);
+NamedCounters host_counters_by_name(const HostCounters &c);
 
 // A fixed-memory latency histogram (ns): exact below 1 us, then 16 steps per power of two.
 class Histogram {

@@ -38,15 +38,6 @@ std::string fmt(double v, const char *f)
 
 Error interrupted() { return make_error("interrupted by a signal"); }
 
-// Counters that are levels, not event counts: an attempt's delta means nothing for them (the
-// PFC maxima are since the topology came up: `switch stats` shows them).
-bool is_gauge(const std::string &name)
-{
-	return name == "queue_peak_bytes" || name == "queue_bytes" || name == "queue_pkts" ||
-	       name == "pfc_slip_max_bytes" || name == "pfc_quiet_max_ns" || name == "pfc_resume_max_ns" ||
-	       name == "pfc_resume_mean_ns" || name == "pfc_hdrm_peak_bytes" || name == "pfc_pause_rx_max_bytes";
-}
-
 // A lossless run is a result only without a loss: a drop in the lossless class, or a PAUSE that
 // let more slip than the link's headroom holds (its latency past the budget), invalidates it.
 void lossless_fidelity(SchemeResult &s)
@@ -133,10 +124,10 @@ Counters switch_counter_delta(const std::vector<SwitchCounters> &before, const s
 				b = counters_by_name(before[i].ports[p]);
 			const NamedCounters a = counters_by_name(after[i].ports[p]);
 			for (size_t k = 0; k < a.size(); k++) {
-				if (is_gauge(a[k].first))
+				if (a[k].kind != CounterKind::Count) // a level since the topology came up: no delta
 					continue;
-				const uint64_t b0 = k < b.size() && b[k].first == a[k].first ? b[k].second : 0;
-				c["switch." + a[k].first] += a[k].second >= b0 ? a[k].second - b0 : 0;
+				const uint64_t b0 = k < b.size() && b[k].name == a[k].name ? b[k].value : 0;
+				c["switch." + a[k].name] += a[k].value >= b0 ? a[k].value - b0 : 0;
 			}
 		}
 	// Peak gauges: the highest over switches (each was zeroed when the attempt started).
@@ -150,11 +141,10 @@ Counters switch_counter_delta(const std::vector<SwitchCounters> &before, const s
 Counters host_counter_sum(const std::vector<HostCounters> &hosts)
 {
 	Counters c;
-	// An instant (a name ending in _at_ns) is the latest over hosts; everything else a sum.
 	for (const auto &h : hosts)
-		for (const auto &[k, v] : host_counters_by_name(h)) {
+		for (const auto &[k, v, kind] : host_counters_by_name(h)) {
 			auto &x = c["host." + k];
-			x = k.ends_with("_at_ns") ? std::max(x, v) : x + v;
+			x = combine_counter(x, v, kind);
 		}
 	return c;
 }

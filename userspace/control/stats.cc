@@ -116,11 +116,12 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw)
 NamedCounters counters_by_name(const PortCounters &p)
 {
 	NamedCounters v;
+	const auto level = CounterKind::Level;
 	for (const auto &c : port_counter_info())
-		v.emplace_back(c.name, port_counter(p.s, c));
-	v.emplace_back("queue_peak_bytes", p.q.peak_bytes);
-	v.emplace_back("queue_bytes", p.q.acct_bytes > 0 ? uint64_t(p.q.acct_bytes) : 0);
-	v.emplace_back("queue_pkts", p.q.acct_pkts > 0 ? uint64_t(p.q.acct_pkts) : 0);
+		v.push_back({c.name, port_counter(p.s, c)});
+	v.push_back({"queue_peak_bytes", p.q.peak_bytes, level});
+	v.push_back({"queue_bytes", p.q.acct_bytes > 0 ? uint64_t(p.q.acct_bytes) : 0, level});
+	v.push_back({"queue_pkts", p.q.acct_pkts > 0 ? uint64_t(p.q.acct_pkts) : 0, level});
 	// PFC: what this port's neighbour paused (pfc.h; an open pause counted to its end or now)
 	// and what this ingress port's accounts took while they paused their neighbour.
 	uint64_t paused = p.q.paused_rx_ns;
@@ -129,22 +130,22 @@ NamedCounters counters_by_name(const PortCounters &p)
 		if (end > p.q.pause_start_ns)
 			paused += end - p.q.pause_start_ns;
 	}
-	v.emplace_back("pfc_pauses_rx", p.q.pauses);
-	v.emplace_back("pfc_paused_rx_ns", paused);
-	v.emplace_back("pfc_slip_max_bytes", std::max<uint64_t>(p.q.slip_max_bytes, p.q.pause_start_ns ? p.q.ep_slip_bytes : 0));
-	v.emplace_back("pfc_quiet_max_ns", p.q.quiet_max_ns);
-	v.emplace_back("pfc_resume_max_ns", p.q.resume_max_ns);
-	v.emplace_back("pfc_resume_mean_ns", p.q.resume_cnt ? p.q.resume_sum_ns / p.q.resume_cnt : 0);
-	v.emplace_back("pfc_resumes", p.q.resume_cnt);
-	v.emplace_back("pfc_resume_ns", p.q.resume_sum_ns);
-	v.emplace_back("pfc_hdrm_peak_bytes", p.pfc_hdrm_peak);
-	v.emplace_back("pfc_pause_rx_max_bytes", p.pfc_pause_rx_max);
+	v.push_back({"pfc_pauses_rx", p.q.pauses});
+	v.push_back({"pfc_paused_rx_ns", paused});
+	v.push_back({"pfc_slip_max_bytes", std::max<uint64_t>(p.q.slip_max_bytes, p.q.pause_start_ns ? p.q.ep_slip_bytes : 0), level});
+	v.push_back({"pfc_quiet_max_ns", p.q.quiet_max_ns, level});
+	v.push_back({"pfc_resume_max_ns", p.q.resume_max_ns, level});
+	v.push_back({"pfc_resume_mean_ns", p.q.resume_cnt ? p.q.resume_sum_ns / p.q.resume_cnt : 0, level});
+	v.push_back({"pfc_resumes", p.q.resume_cnt});
+	v.push_back({"pfc_resume_ns", p.q.resume_sum_ns});
+	v.push_back({"pfc_hdrm_peak_bytes", p.pfc_hdrm_peak, level});
+	v.push_back({"pfc_pause_rx_max_bytes", p.pfc_pause_rx_max, level});
 	uint64_t drops = 0;
 	for (unsigned r = 0; r < QN_DROP_MAX; r++) {
-		v.emplace_back("drops." + drop_reason_name(r), p.s.drops[r]);
+		v.push_back({"drops." + drop_reason_name(r), p.s.drops[r]});
 		drops += p.s.drops[r];
 	}
-	v.emplace_back("drops", drops);
+	v.push_back({"drops", drops});
 	return v;
 }
 
@@ -170,7 +171,7 @@ std::string counters_json(const std::vector<SwitchCounters> &cs)
 			pj["role"] = p.role == QN_ROLE_HOST ? "host" : "switch";
 			pj["pfc_hdrm_bytes"] = p.hdrm_bytes; // as sized at load; the pfc_hdrm setting overrides it
 			nlohmann::ordered_json cj = nlohmann::ordered_json::object();
-			for (const auto &[k, v] : counters_by_name(p))
+			for (const auto &[k, v, kind] : counters_by_name(p))
 				cj[k] = v;
 			pj["counters"] = std::move(cj);
 			j["ports"].push_back(std::move(pj));
@@ -240,7 +241,7 @@ std::string format_counters(const SwitchCounters &c, const SwitchCounters *prev,
 		if (p.s.ecn_ect || p.s.ecn_marked)
 			more += " ecn_ect=" + std::to_string(p.s.ecn_ect) + " ecn_marked=" + std::to_string(p.s.ecn_marked);
 		if (p.q.pauses || p.pfc_hdrm_peak)
-			for (const auto &[k, val] : counters_by_name(p))
+			for (const auto &[k, val, kind] : counters_by_name(p))
 				if (k.rfind("pfc_", 0) == 0 && val &&
 				    std::none_of(port_counter_info().begin(), port_counter_info().end(),
 						 [&](const PortCounterInfo &ci) { return k == ci.name; }))

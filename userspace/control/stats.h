@@ -1,6 +1,8 @@
 // stats.h - per-port switch counters read from the pinned maps (`quench switch stats`).
 #pragma once
 
+#include "common/counters.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,7 +42,7 @@ Result<SwitchCounters> read_switch_counters(const Topology &t, int sw);
 // A port's counters by name, exact (summed over CPUs): its qn_port_stats fields, drops by reason
 // ("drops.<reason>", every reason), its queue's depth and peak. A counter added to the ABI is
 // added here once and reaches every reader (JSON, the experiment's reports) by name.
-using NamedCounters = std::vector<std::pair<std::string, uint64_t>>;
+// Each carries its kind (common/counters.h): queue depths and the PFC maxima and means are levels.
 NamedCounters counters_by_name(const PortCounters &p);
 
 // The switches' counters and settings as one JSON document (`quench switch stats --format json`):

@@ -296,7 +296,7 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	for (const auto &hn : e.host_names()) {
 		hc.push_back(e.host_counters(hn));
 		json c = json::object();
-		for (const auto &[k, v] : host_counters_by_name(hc.back()))
+		for (const auto &[k, v, kind] : host_counters_by_name(hc.back()))
 			c[k] = v;
 		hosts[hn] = std::move(c);
 	}

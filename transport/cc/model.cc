@@ -473,14 +473,16 @@ private:
 			arm_np(e.who, e.t);
 			break;
 		}
-		case Kind::Cnp:
+		case Kind::Cnp: {
 			// the payload the notification point wrote (PCN's receiving rate; DCQCN's zeros)
-			ctl(e.who).on_cnp(CnpEvent{e.t, 0, std::span<const uint8_t>(cnp_payloads_[e.payload])});
+			const auto payload = take_cnp(e.payload);
+			ctl(e.who).on_cnp(CnpEvent{e.t, 0, std::span<const uint8_t>(payload)});
 			trace(e.who, e.t);
 			arm_timer(e.who);
 			repace(e.who, e.t);
 			schedule_tx(e.who, e.t);
 			break;
+		}
 		case Kind::Bts: {
 			Sender &x = s_[size_t(e.who)];
 			r_.bts_rx++;
@@ -529,11 +531,23 @@ private:
 	std::vector<ModelSignal> signals_;                // a packet's signals (reused)
 	std::vector<PostcardEvent> postcards_; // built, by index (Event::payload)
 	std::vector<std::array<uint8_t, kCnpPayloadBytes>> cnp_payloads_; // CNPs in flight, by index (Event::payload)
-	// Return: the index a CNP's payload is kept under until it arrives.
+	std::vector<uint32_t> cnp_free_;                                     // their slots free again
+	// Return: the index a CNP's payload is kept under until it arrives (take_cnp frees it).
 	uint32_t keep_cnp(const CnpOut &c)
 	{
-		cnp_payloads_.push_back(c.payload);
-		return uint32_t(cnp_payloads_.size() - 1);
+		if (cnp_free_.empty()) {
+			cnp_payloads_.push_back(c.payload);
+			return uint32_t(cnp_payloads_.size() - 1);
+		}
+		const uint32_t i = cnp_free_.back();
+		cnp_free_.pop_back();
+		cnp_payloads_[i] = c.payload;
+		return i;
+	}
+	std::array<uint8_t, kCnpPayloadBytes> take_cnp(uint32_t i)
+	{
+		cnp_free_.push_back(i);
+		return cnp_payloads_[i];
 	}
 	bool busy_ = false;
 	Packet in_service_{};

@@ -1,29 +1,40 @@
 #!/usr/bin/env bash
-# Install everything quench's build, tests and `make run` use, through apt-get.
+# Install, through apt-get, what one purpose of quench uses (docs/building.md "Dependencies"):
+#   install-deps.sh run    the build of the CLI and BPF objects and `make run` (the default)
+#   install-deps.sh test   run's packages plus the test suite's: Catch2, probes, and the VM
+#                          kernels' tools (QEMU, busybox) and Soft-RoCE's (rdma-core, perftest)
 # Idempotent: when every package is present this is a fast no-op (one dpkg-query).
 # Package sources come from the machine's own apt configuration; nothing here names a host.
 set -euo pipefail
 
-PKGS=(
-	# build
-	cmake make g++ clang llvm pkg-config
+RUN_PKGS=(
+	# build: the CLI, the libraries and the BPF objects
+	cmake make ninja-build g++ clang llvm pkg-config
 	libbpf-dev libxdp-dev libelf-dev zlib1g-dev liburing-dev
-	bpftool xdp-tools
+	bpftool
 	libcli11-dev
 	# netlink for the pause gate (switchd, tcgate.cc)
 	libmnl-dev
-	# JSON output (`--format json`, issue 16): header-only
+	# JSON output (`--format json`): header-only
 	nlohmann-json3-dev
-	# tests
-	catch2 iproute2 iputils-ping tcpdump ethtool procps
-	# the tests read JSON output with jq
-	jq
-	# results and plots (issue 7 uses it; installed now so `make run` never fetches mid-run)
-	gnuplot-nox
+	# what `quench run` executes: ip and tc, and the plots of a results folder
+	iproute2 procps gnuplot-nox
+)
+TEST_PKGS=(
+	# the unit and BPF test binaries
+	catch2
+	# netns tests: probes, and JSON read with jq
+	iputils-ping tcpdump ethtool jq
 	# kernels in VMs (scripts/vmtest.sh) and Soft-RoCE inside them
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 	rdma-core ibverbs-utils libibverbs-dev perftest rdmacm-utils
 )
+
+case "${1:-run}" in
+run) PKGS=("${RUN_PKGS[@]}") ;;
+test) PKGS=("${RUN_PKGS[@]}" "${TEST_PKGS[@]}") ;;
+*) echo "install-deps: usage: $0 [run|test] (got '$1')" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -38,7 +49,7 @@ fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: missing packages: ${missing[*]}" >&2
-	echo "install-deps: run as root (or: sudo $0)" >&2
+	echo "install-deps: run as root (or: sudo $0 ${1:-run})" >&2
 	exit 1
 fi
 

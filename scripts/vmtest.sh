@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# vmtest.sh [--build DIR] [KERNEL...]: run the kernel-dependent tests (tests/vm/guest-suite.sh)
-# inside each kernel of scripts/vm/kernels.conf (all of them by default) under QEMU, and print
-# a table kernel x test -> pass / fail / skip (reason). Logs: BUILD/vmtest/<kernel>/.
+# vmtest.sh [--build DIR] [--tier ci|all] [KERNEL...]: run the kernel-dependent tests
+# (tests/vm/guest-suite.sh, the tier `all` by default; `make test` runs `ci`) inside each kernel
+# of scripts/vm/kernels.conf (all of them by default) under QEMU, and print a table kernel x
+# test -> pass / fail / skip (reason), with each test's seconds. Logs: BUILD/vmtest/<kernel>/.
 # Exit 1 when any test failed or a VM did not finish.
 # vmtest.sh --run 'COMMAND' KERNEL: run one command (bash, from the project root) inside
 # KERNEL instead, print its output and exit with its exit code.
@@ -10,12 +11,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD="$ROOT/build"
 kernels=()
 run_cmd=""
+tier=all
 
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) BUILD=$(cd "$2" && pwd); shift 2 ;;
 	--run) run_cmd=$2; shift 2 ;;
-	-h | --help) sed -n '2,5p' "$0"; exit 0 ;;
+	--tier) tier=$2; shift 2 ;;
+	-h | --help) sed -n '2,7p' "$0"; exit 0 ;;
 	*) kernels+=("$1"); shift ;;
 	esac
 done
@@ -52,7 +55,7 @@ for k in "${kernels[@]}"; do
 	work=$(mktemp -d /tmp/quench-vm.XXXXXX)
 	cat >"$work/cmd.sh" <<CMD
 export QN_RXE_LAYOUT=${layout:-netns}
-bash "$ROOT/tests/vm/guest-suite.sh" "$BUILD"
+bash "$ROOT/tests/vm/guest-suite.sh" "$BUILD" "$tier"
 CMD
 	start=$(date +%s)
 	rc=0
@@ -60,7 +63,7 @@ CMD
 	secs=$(($(date +%s) - start))
 	dest="$BUILD/vmtest/$k"
 	mkdir -p "$dest"
-	cp -r "$work"/logs "$work"/console.log "$work"/output.log "$work"/results.txt "$work"/accel "$dest"/ 2>/dev/null || true
+	cp -r "$work"/logs "$work"/console.log "$work"/output.log "$work"/results.txt "$work"/times.txt "$work"/accel "$dest"/ 2>/dev/null || true
 	echo "$(cat "$kdir/version") $(cat "$work/accel" 2>/dev/null) ${secs}s" >"$dest/kernel"
 	rm -rf "$work"
 	if [ ! -s "$dest/results.txt" ]; then
@@ -88,7 +91,9 @@ done
 		printf '%-30s' "$t"
 		for k in "${kernels[@]}"; do
 			cell=$(awk -v t="$t" '$1 == t {s=$2; $1=""; $2=""; r=$0; gsub(/^ +/, "", r); gsub(/_/, " ", r); print s (r != "" ? " (" r ")" : ""); exit}' "$BUILD/vmtest/$k/results.txt" 2>/dev/null)
-			printf ' | %-34s' "${cell:-not run}"
+			secs=$(awk -v t="$t" '$1 == t {print $2 " s"; exit}' "$BUILD/vmtest/$k/times.txt" 2>/dev/null)
+			cell="${cell:-not run}${secs:+, $secs}"
+			printf ' | %-34s' "$cell"
 		done
 		echo
 	done

@@ -122,4 +122,28 @@ for f in $flags; do
 	printf '%s\n' "${good[@]}" | grep -qE -- "(^| )$f( |$)" || missing="$missing $f"
 done
 [ -z "$missing" ] || fail "documented flags without an example here:$missing"
-echo "PASS build_cli_examples: $n documented forms parse, $m bad ones rejected naming the option, every one of $(wc -w <<<"$flags") documented flags exercised"
+# Help and version come from CLI11 alone (userspace/quench/cli.h's command table): `quench
+# --help` lists every command, each command's own help exits 0 with its usage line, `quench`
+# alone prints the same help on stderr with status 2, and --version names the commit the binary
+# was built from (the source tree's HEAD, -dirty when tracked files differ).
+unset QN_CLI_DRY
+top=$("$Q" --help) || fail "quench --help exited $?"
+cmds=(topo switch bench gen engine run compare analyze model agent jitter schemes)
+for c in "${cmds[@]}"; do
+	grep -qE "^  $c +[a-z]" <<<"$top" || fail "quench --help does not list '$c': $top"
+	h=$("$Q" "$c" --help) || fail "quench $c --help exited $?"
+	grep -q "^Usage: quench $c " <<<"$h" || fail "quench $c --help has no usage line of its own: $h"
+done
+for c in "topo up" "topo check" "switch stats" "switch set" "bench switch" "analyze trace"; do
+	# shellcheck disable=SC2086 # two words
+	h=$("$Q" $c --help) || fail "quench $c --help exited $?"
+	grep -q "^Usage: quench $c " <<<"$h" || fail "quench $c --help has no usage line of its own: $h"
+done
+"$Q" >/dev/null 2>&1 && fail "quench with no command exited 0"
+[ "$("$Q" 2>&1 >/dev/null)" = "$top" ] || fail "quench with no command does not print the help on stderr"
+out=$("$Q" nosuchcommand 2>&1) && fail "an unknown command was accepted"
+grep -qF "unknown command 'nosuchcommand'" <<<"$out" || fail "an unknown command is not named: $out"
+ver=$("$Q" --version) || fail "quench --version exited $?"
+head=$(git -c safe.directory='*' rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+grep -qE "^quench [0-9]+\.[0-9]+\.[0-9]+ \(commit $head(-dirty)?\)$" <<<"$ver" || fail "quench --version: '$ver' does not name the commit $head"
+echo "PASS build_cli_examples: $n documented forms parse, $m bad ones rejected naming the option, every one of $(wc -w <<<"$flags") documented flags exercised; help of ${#cmds[@]} commands from CLI11, $ver"

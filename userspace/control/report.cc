@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "common/version.h"
 #include "control/exec.h"
 
 namespace qn {
@@ -65,20 +66,6 @@ std::string safe(const std::string &scheme)
 	for (char ch : scheme)
 		r += std::isalnum(uint8_t(ch)) || ch == '-' ? ch : '_';
 	return r;
-}
-
-std::string git_commit()
-{
-	auto r = run_ok({"git", "-C", QN_SOURCE_DIR, "rev-parse", "--short=12", "HEAD"});
-	if (!r || r->empty())
-		return "unknown";
-	std::string s = *r;
-	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
-		s.pop_back();
-	auto dirty = run_ok({"git", "-C", QN_SOURCE_DIR, "status", "--porcelain", "--untracked-files=no"});
-	if (dirty && !dirty->empty())
-		s += "-dirty";
-	return s;
 }
 
 // The port whose queue peaked highest in any scheme: the bottleneck the plots follow.
@@ -146,7 +133,7 @@ std::string metadata_text(const ExperimentRun &c)
 	char ts[64];
 	std::time_t now = std::time(nullptr);
 	std::strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-	meta << "date " << ts << "\nkernel " << u.release << "\ncommit " << git_commit() << "\nexperiment " << c.x.source
+	meta << "date " << ts << "\nkernel " << u.release << "\ncommit " << build_commit() << "\nversion " << build_version() << "\nexperiment " << c.x.source
 	     << "\ntopology " << c.x.topology << " (running as " << c.name << ")\npreset "
 	     << (c.have_preset ? c.preset.name + " (" + c.preset.source + ")" : "none") << "\nseed " << c.x.seed
 	     << "\nflows " << c.flows.size() << "\nflow_hash " << std::hex << c.hash << std::dec << "\nmode " << c.x.mode

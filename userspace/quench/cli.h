@@ -84,26 +84,64 @@ inline CLI::Option *key_values(CLI::App &app, const std::string &name, std::map<
 		->expected(1);
 }
 
+// The commands and their one-line descriptions: the one source of `quench --help`'s list and
+// of each command's own `quench CMD --help` (every command builds its CLI::App with about()).
+struct Command {
+	const char *name;
+	const char *about;
+};
+inline const std::vector<Command> &commands()
+{
+	static const std::vector<Command> c = {
+		{"topo", "topologies: check, up, down, show"},
+		{"switch", "switches: stats, set, keys"},
+		{"gen", "run a workload on the host engine (AF_XDP): FCTs, counters and the validity verdict"},
+		{"engine", "serve a topology's hosts and cables (idle) until Ctrl-C or --timeout"},
+		{"run", "an experiment end to end: calibration, every scheme on the same flows, a results folder"},
+		{"compare", "two results folders side by side as ratios (B / A)"},
+		{"analyze", "analyses of a run's outputs, as JSON (goodput windows, Jain's index, convergence, percentiles)"},
+		{"model", "the reference model of one bottleneck: an ideal network to hold the emulator against (no root)"},
+		{"agent", "the Soft-RoCE agent: CC for the rdma_rxe QPs of a topology's rxe hosts"},
+		{"schemes", "the congestion-control schemes that exist, their parts and parameters"},
+		{"jitter", "how often this machine stops a spinning loop for more than G us (preemption, steal)"},
+		{"bench", "benchmarks: switch, transport, rxe (ratios against a baseline in the same run)"},
+	};
+	return c;
+}
+inline std::string about(const std::string &name)
+{
+	for (const auto &c : commands())
+		if (name == c.name)
+			return c.about;
+	return {};
+}
+
 // Parse argv[first..] into `app` (a command's options; argv[first - 1] is the command's name).
 // Return: -1 when parsed; else the exit status, after printing the error (2) or the help (0).
-inline int parse(CLI::App &app, int argc, char **argv, int first)
+inline int parse(CLI::App &app, int argc, char **argv, int first, std::FILE *help_out = stdout)
 {
+	// "quench gen": the usage line and every message name the command as it is typed
+	if (app.get_name().rfind("quench", 0) != 0)
+		app.name("quench " + app.get_name());
+	const std::string who = app.get_name();
 	std::vector<std::string> args;
 	for (int i = argc - 1; i >= first; i--)
 		args.emplace_back(argv[i]); // CLI11 takes them last first
 	try {
 		app.parse(args);
+	} catch (const CLI::CallForVersion &e) {
+		std::printf("%s\n", e.what());
+		return 0;
 	} catch (const CLI::CallForHelp &) {
-		std::fputs(app.help().c_str(), stdout);
+		std::fputs(app.help().c_str(), help_out);
 		return 0;
 	} catch (const CLI::ParseError &e) {
-		const std::string who = app.get_name() == "quench" ? "quench" : "quench " + app.get_name();
-		std::fprintf(stderr, "%s: %s (quench help for the usage)\n", who.c_str(), e.what());
+		std::fprintf(stderr, "%s: %s (%s --help for the usage)\n", who.c_str(), e.what(), who.c_str());
 		return 2;
 	}
 	// QN_CLI_DRY=1: parse only (tests/build/test_cli_examples.sh runs every documented form)
 	if (const char *dry = std::getenv("QN_CLI_DRY"); dry && *dry == '1') {
-		std::printf("parsed: quench %s\n", app.get_name().c_str());
+		std::printf("parsed: %s\n", who.c_str());
 		return 0;
 	}
 	return -1;

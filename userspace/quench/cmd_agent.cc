@@ -33,7 +33,7 @@ int cmd_agent(int argc, char **argv, int first)
 	agent::Options o;
 	std::string topo;
 	bool paper = false, no_pace = false, no_pause = false;
-	CLI::App app{"the Soft-RoCE agent: CC for the rdma_rxe QPs of a topology's rxe hosts", "agent"};
+	CLI::App app{cli::about("agent"), "agent"};
 	app.add_option("TOPO", topo, "a running topology with rxe hosts")->required();
 	app.add_option("--cc", o.scheme, "scheme: none, dcqcn, dcqcn+w, dcqcn/sfc, ... (what needs more than CNPs, "
 					 "pacing and BTS is refused with the reason)");

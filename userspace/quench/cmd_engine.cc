@@ -91,9 +91,7 @@ std::vector<std::string> split(const std::string &s, char sep)
 // after the error (2) or the help (0) was printed.
 int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 {
-	CLI::App app{std::string(cmd) == "gen" ? "run a workload on the host engine (AF_XDP)"
-					       : "serve the topology's hosts and cables (idle)",
-		     cmd};
+	CLI::App app{cli::about(cmd), cmd};
 	app.add_option("TOPO", g.topo, "a running topology's name")->required();
 	app.add_option("--pattern", g.pattern, "workload")->check(CLI::IsMember({"incast", "long", "poisson", "pingpong"}));
 	app.add_option("--dst", g.w.dst, "the receiving host");

@@ -38,7 +38,7 @@ int cmd_model(int argc, char **argv, int first)
 	uint64_t from_ns = 5'000'000;
 	bool derived = false, kset = false, mark_set = false;
 	std::string trace_out, queue_out, windows_out;
-	CLI::App app{"the reference model of one bottleneck: an ideal network to hold the emulator against", "model"};
+	CLI::App app{cli::about("model"), "model"};
 	cli::number(app, "--senders", c.senders, 1, 1024, "senders into the one receiver");
 	cli::rate(app, "--rate", c.line_rate_bps, "line rate of every link");
 	cli::time(app, "--delay", c.hop_delay_ns, "propagation per hop");

@@ -99,7 +99,7 @@ struct RunArgs {
 int cmd_run(int argc, char **argv, int first)
 {
 	RunArgs a;
-	CLI::App app{"an experiment end to end: calibration, every scheme on the same flows, a results folder", "run"};
+	CLI::App app{cli::about("run"), "run"};
 	app.add_option("EXPERIMENT", a.exp, "experiment file (netns/experiments/*.exp)");
 	app.add_option("--out", a.out, "results folder (default results/<time>-<name>)");
 	app.add_option("--name", a.name, "running topology name");
@@ -287,7 +287,7 @@ int cmd_jitter(int argc, char **argv, int first)
 {
 	double secs = 2, gap_us = 500;
 	int threads = 1;
-	CLI::App app{"how often this machine stops a spinning loop for more than G us (preemption, steal)", "jitter"};
+	CLI::App app{cli::about("jitter"), "jitter"};
 	cli::number(app, "--seconds", secs, 1e-3, 60, "how long to spin");
 	cli::number(app, "--gap-us", gap_us, 1e-3, 1e9, "a stop longer than this counts");
 	cli::number(app, "--threads", threads, 1, 64, "spinning threads (one per CPU: every CPU busy)");
@@ -304,7 +304,7 @@ int cmd_jitter(int argc, char **argv, int first)
 int cmd_compare(int argc, char **argv, int first)
 {
 	std::string ra, rb;
-	CLI::App app{"two results folders side by side as ratios (B / A)", "compare"};
+	CLI::App app{cli::about("compare"), "compare"};
 	app.add_option("RUN_A", ra, "results folder A")->required();
 	app.add_option("RUN_B", rb, "results folder B")->required();
 	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
@@ -341,8 +341,7 @@ Result<std::string> read_input(const std::string &path)
 
 int cmd_analyze(int argc, char **argv, int first)
 {
-	CLI::App app{"analyses of a run's outputs, as JSON (goodput windows, Jain's index, convergence, percentiles)",
-		     "analyze"};
+	CLI::App app{cli::about("analyze"), "analyze"};
 	app.require_subcommand(1);
 	std::string trace_file, numbers_file = "-";
 	uint64_t from = 0, to = 0, win = 0, cap = 0;

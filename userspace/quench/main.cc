@@ -14,6 +14,7 @@
 #include "bench/bench_rxe.h"
 #include "bench/bench_transport.h"
 #include "common/units.h"
+#include "common/version.h"
 #include "control/bringup.h"
 #include "control/exec.h"
 #include "control/experiment.h"
@@ -32,58 +33,6 @@
 
 namespace {
 
-const char *kUsage = R"(usage: quench COMMAND ...
-
-  topo check FILE [--param K=V]... [--name NAME]   parse, derive and print a topology (no root)
-  topo up FILE [--param K=V]... [--name NAME] [--dilation D] [--no-steering]
-                 [--no-cables]                      (delayed switch links become plain veths)
-                                                    bring a topology up (idempotent)
-  topo down FILE [--name NAME] | NAME | --name NAME | --all
-                                                    remove what `topo up` made
-  topo show [NAME]                                  running topologies (or NAME), ports, addresses
-  switch stats [TOPO/SWITCH|SWITCH] [--watch [SECONDS]] [--format table|json]
-                                                    per-port counters and queues from the pinned maps
-  switch set TOPO/SWITCH|SWITCH KEY=VALUE...        change settings (keys: quench switch keys)
-  switch keys                                       every switch setting: key, values, default, meaning
-  gen TOPO [--pattern incast|long|poisson|pingpong] [--dst H] [--senders N|H,H..]
-      [--size B] [--count N] [--sync-window T] [--interval T]
-      [--load F --cdf FILE --duration T]
-      [--mode gbn|sr] [--ack-every N] [--window-bytes B] [--qp-rate R] [--rto-low T]
-      [--rto-high T] [--icrc] [--nic-delay T] [--switch-delay T] [--link-credit N] [--timeout T]
-      [--seed S] [--out CSV] [--fct-out FILE] [--cc SCHEME (quench schemes)] [--cc-params paper|mellanox]
-      [--cc-set K=V]... [--no-np] [--keep-switch-pfc] [--trace N --trace-out CSV]
-      [--queues all|SW:PORT,.. [--queue-interval T] [--queue-out CSV]]
-                                                    run a workload on the host engine (AF_XDP),
-                                                    print FCTs, counters and the validity verdict
-  run EXPERIMENT [--out DIR] [--dilation D | --adapt-from D] [--schemes a,b] [--attempts N]
-      [--link-credit N] [--name NAME] [--quiet]
-                                                    an experiment end to end: calibration, every
-                                                    scheme on the same flows, results folder
-                                                    (docs/experiments.md)
-  compare RUN_A RUN_B                               two results folders side by side as ratios
-  jitter [--seconds S] [--gap-us G] [--threads N]   how often this machine stops a spinning loop
-                                                    for more than G us (preemption, steal)
-  model [--senders N] [--rate R] [--delay T] [--mtu M] [--size B] [--stagger T] [--jitter T]
-        [--duration T] [--from T] [--window T] [--cc SCHEME] [--cc-params SET] [--cc-set K=V]...
-        [--derived] [--kmin B --kmax B --pmax P] [--enqueue|--dequeue] [--no-np] [--seed S]
-        [--trace N --trace-out CSV] [--queue-out CSV] [--windows-out CSV]
-                                                    the reference model of one bottleneck: an ideal
-                                                    network to hold the emulator against (no root)
-  engine TOPO [--timeout T]                         serve the topology's hosts and cables (idle)
-  agent TOPO [--cc SCHEME] [--cc-set K=V]... [--paper] [--base-rtt T] [--duration T]
-        [--trace-out CSV] [--no-pace]               CC for the topology's rxe hosts' QPs
-                                                    (Soft-RoCE; docs/agent.md)
-  schemes                                           the congestion-control schemes that exist
-  bench switch [--seconds S] [--rounds N] [--size BYTES] [--senders N] [--ecn-dequeue] [--sfc [--sfc-tbf T] [--sfc-cache off|tor|all] [--sfc-est]] [--set KEY=VALUE]... [--depth B] [--tos N]
-               [--baseline-obj OLD_qn_switch.bpf.o] [--only quench|bare]
-                                                    quench's switch vs a bare redirect, side by side
-  bench transport [--rounds N] [--seconds S]       the engine vs kernel UDP and raw AF_XDP, side by side
-  bench rxe [--rounds N]                            the Soft-RoCE host programs' cost per packet
-
-  -v, --verbose    print every ip/tc command and libbpf debug output
-Files may be quench topology files (docs/topology-format.md) or ns-3 RDMA simulator
-topology files (first line: nodes switches links).
-)";
 
 volatile std::sig_atomic_t g_stop = 0;
 
@@ -126,12 +75,16 @@ struct Args {
 // The topology, switch and bench commands on CLI11: every option where the command takes it,
 // anywhere after the command; `-v` anywhere. Fills `a` (a.pos = command, subcommand, its
 // arguments). Return: -1 when parsed; else the exit status after the error (2) or help (0).
-int parse_args(int argc, char **argv, Args &a)
+int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 {
 	CLI::App app{"quench: a datacenter in network namespaces (docs/cli.md)", "quench"};
 	app.fallthrough(); // the main options (-v) after a command too
 	app.require_subcommand(1);
 	app.add_flag("-v,--verbose", a.verbose, "print every ip/tc command and libbpf debug output");
+	app.set_version_flag("--version", std::string("quench ") + qn::build_version() + " (commit " + qn::build_commit() + ")",
+			     "the version and the commit this binary was built from");
+	app.footer("`quench COMMAND --help` gives a command's options. Files may be quench topology files\n"
+		   "(docs/topology-format.md) or ns-3 RDMA simulator topology files (first line: nodes switches links).");
 	std::vector<std::string> rest; // a subcommand's positional arguments
 	auto params = [&](CLI::App *c) { qn::cli::key_values(*c, "--param", a.params, "a topology param, K=V (repeatable)"); };
 	auto name = [&](CLI::App *c) { c->add_option("--name", a.name, "the topology's name instead of the file's"); };
@@ -144,7 +97,7 @@ int parse_args(int argc, char **argv, Args &a)
 		if (required)
 			o->required();
 	};
-	CLI::App *topo = app.add_subcommand("topo", "topologies: check, up, down, show")->require_subcommand(1);
+	CLI::App *topo = app.add_subcommand("topo", qn::cli::about("topo"))->require_subcommand(1);
 	CLI::App *check = topo->add_subcommand("check", "parse, derive and print a topology (no root)");
 	args(check, "FILE", true);
 	params(check);
@@ -166,7 +119,7 @@ int parse_args(int argc, char **argv, Args &a)
 	CLI::App *show = topo->add_subcommand("show", "running topologies (or NAME), ports, addresses");
 	args(show, "NAME", false);
 	name(show);
-	CLI::App *sw = app.add_subcommand("switch", "switches: stats, set, keys")->require_subcommand(1);
+	CLI::App *sw = app.add_subcommand("switch", qn::cli::about("switch"))->require_subcommand(1);
 	CLI::App *stats = sw->add_subcommand("stats", "per-port counters and queues from the pinned maps");
 	args(stats, "TOPO/SWITCH|SWITCH", false);
 	stats->add_option("--watch", a.watch, "redraw every SECONDS (default 1)")
@@ -184,7 +137,7 @@ int parse_args(int argc, char **argv, Args &a)
 	CLI::App *set = sw->add_subcommand("set", "change settings (docs/switch.md)");
 	args(set, "TOPO/SWITCH KEY=VALUE...", true);
 	sw->add_subcommand("keys", "every switch setting: key, values, default, meaning");
-	CLI::App *bench = app.add_subcommand("bench", "benchmarks: switch, transport, rxe")->require_subcommand(1);
+	CLI::App *bench = app.add_subcommand("bench", qn::cli::about("bench"))->require_subcommand(1);
 	CLI::App *bsw = bench->add_subcommand("switch", "quench's switch vs a bare redirect, side by side");
 	CLI::App *btr = bench->add_subcommand("transport", "the engine vs kernel UDP and raw AF_XDP, side by side");
 	CLI::App *brx = bench->add_subcommand("rxe", "the Soft-RoCE host programs' cost per packet, against the agent-off egress");
@@ -210,10 +163,18 @@ int parse_args(int argc, char **argv, Args &a)
 		->check(CLI::ExistingFile);
 	bsw->add_option("--only", a.only, "run one variant alone, e.g. under perf record (no ratio)")
 		->check(CLI::IsMember({"quench", "bare"}));
+	// The commands main() hands to their own files (cmd_*.cc) appear here for this help only;
+	// `schemes` has no options and is answered after the parse.
+	for (const auto &c : qn::cli::commands()) {
+		const std::string n = c.name;
+		if (n != "topo" && n != "switch" && n != "bench" && n != "schemes")
+			app.add_subcommand(n, c.about)->allow_extras();
+	}
+	app.add_subcommand("schemes", qn::cli::about("schemes"));
 	CLI::App *switchd = app.add_subcommand("switchd", "started by `topo up`; not for users");
 	switchd->group(""); // hidden
 	args(switchd, "NAME", true);
-	if (int rc = qn::cli::parse(app, argc, argv, 1); rc >= 0)
+	if (int rc = qn::cli::parse(app, argc, argv, 1, help_out); rc >= 0)
 		return rc;
 	for (CLI::App *c = &app; c;) {
 		auto subs = c->get_subcommands();
@@ -467,6 +428,34 @@ int cmd_bench(const Args &a)
 	return 0;
 }
 
+// `quench schemes`: the registry: named schemes (what `schemes all` runs), then the parts a
+// scheme is composed of and the grammar (docs/cc.md "Schemes").
+int cmd_schemes()
+{
+	// The registry: named schemes (what `schemes all` runs), then the parts a scheme is
+	// composed of and the grammar (docs/cc.md "Schemes").
+	namespace cc = qn::tp::cc;
+	std::printf("schemes (an experiment's `schemes all`):\n");
+	for (const auto &n : cc::schemes()) {
+		auto s = cc::scheme(n);
+		std::printf("  %-12s %s\n", n.c_str(), s ? s->canonical().c_str() : s.error().to_string().c_str());
+	}
+	for (const char *kind : {"base", "start", "flow"}) {
+		std::printf("%s:\n", std::strcmp(kind, "base") == 0    ? "base algorithms (with their notification points)"
+				      : std::strcmp(kind, "start") == 0 ? "start policies"
+									 : "flow controls");
+		for (const auto &p : cc::parts())
+			if (p.kind == kind) {
+				std::printf("  %-12s %s\n", p.name.c_str(), p.doc.c_str());
+				if (!p.params.empty())
+					std::printf("    parameters (--cc-set K=V, an experiment's cc line):\n%s",
+						    p.params.c_str());
+			}
+	}
+	std::printf("grammar: BASE[/START][/FLOW][:lossy|:lossless], e.g. dcqcn+w:lossy, none/line-rate:lossless\n");
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -488,41 +477,17 @@ int main(int argc, char **argv)
 		return cmd_model(argc, argv, 2);
 	if (argc >= 2 && std::strcmp(argv[1], "agent") == 0)
 		return cmd_agent(argc, argv, 2);
-	if (argc == 2 && std::strcmp(argv[1], "schemes") == 0) {
-		// The registry: named schemes (what `schemes all` runs), then the parts a scheme is
-		// composed of and the grammar (docs/cc.md "Schemes").
-		namespace cc = qn::tp::cc;
-		std::printf("schemes (an experiment's `schemes all`):\n");
-		for (const auto &n : cc::schemes()) {
-			auto s = cc::scheme(n);
-			std::printf("  %-12s %s\n", n.c_str(), s ? s->canonical().c_str() : s.error().to_string().c_str());
-		}
-		for (const char *kind : {"base", "start", "flow"}) {
-			std::printf("%s:\n", std::strcmp(kind, "base") == 0    ? "base algorithms (with their notification points)"
-					      : std::strcmp(kind, "start") == 0 ? "start policies"
-										 : "flow controls");
-			for (const auto &p : cc::parts())
-				if (p.kind == kind) {
-					std::printf("  %-12s %s\n", p.name.c_str(), p.doc.c_str());
-					if (!p.params.empty())
-						std::printf("    parameters (--cc-set K=V, an experiment's cc line):\n%s",
-							    p.params.c_str());
-				}
-		}
-		std::printf("grammar: BASE[/START][/FLOW][:lossy|:lossless], e.g. dcqcn+w:lossy, none/line-rate:lossless\n");
-		return 0;
+	// No command: the help on stderr, status 2 (nothing was asked); `help`: as --help.
+	if (argc < 2 || std::strcmp(argv[1], "help") == 0) {
+		char help_flag[] = "--help";
+		char *help_argv[] = {argv[0], help_flag, nullptr};
+		Args h;
+		const int rc = parse_args(2, help_argv, h, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : rc;
 	}
-	if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0 ||
-	    std::strcmp(argv[1], "-h") == 0) {
-		std::fputs(kUsage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	{
-		const std::string c = argv[1];
-		if (c != "topo" && c != "switch" && c != "bench" && c != "switchd" && c.rfind('-', 0) != 0) {
-			std::fprintf(stderr, "quench: unknown command '%s'\n\n%s", c.c_str(), kUsage);
-			return 2;
-		}
+	if (argv[1][0] != '-' && std::strcmp(argv[1], "switchd") != 0 && qn::cli::about(argv[1]).empty()) {
+		std::fprintf(stderr, "quench: unknown command '%s' (quench --help)\n", argv[1]);
+		return 2;
 	}
 	Args a;
 	if (int rc = parse_args(argc, argv, a); rc >= 0)
@@ -530,6 +495,8 @@ int main(int argc, char **argv)
 	qn::set_exec_verbose(a.verbose);
 	qn::setup_libbpf_logging(a.verbose);
 	const std::string &cmd = a.pos[0];
+	if (cmd == "schemes")
+		return cmd_schemes();
 	if (cmd == "topo")
 		return cmd_topo(a);
 	if (cmd == "switch")
@@ -542,6 +509,6 @@ int main(int argc, char **argv)
 		auto s = qn::run_switchd(a.pos[1]);
 		return s.ok() ? 0 : fail(s.error().to_string());
 	}
-	std::fprintf(stderr, "quench: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+	std::fprintf(stderr, "quench: unknown command '%s' (quench --help)\n", cmd.c_str());
 	return 2;
 }

@@ -8,16 +8,17 @@
 set -euo pipefail
 build=$1 bin=$2
 fail() { echo "FAIL build_cc_standalone: $*"; exit 1; }
+source "$(dirname "$0")/lib.sh"
 kernel_libs() { { grep -oE "lib(bpf|xdp|uring)[^ ]*|-l(bpf|xdp|uring)\b" "$1" || true; } | sort -u | tr '\n' ' '; }
-link=$(find "$build" -path "*qn_cc_only.dir/link.txt" | head -1)
-[ -n "$link" ] || fail "no link.txt for qn_cc_only under $build"
+link=$(link_line "$build" qn_cc_only)
+[ -n "$link" ] || fail "no link command for qn_cc_only under $build"
 libs=$(kernel_libs "$link")
 [ -z "$libs" ] || fail "qn_cc_only links kernel libraries: $libs"
 dyn=$(ldd "$bin" | grep -E "libbpf|libxdp|liburing" || true)
 [ -z "$dyn" ] || fail "qn_cc_only depends on: $dyn"
 # the negative control: the engine's binary does link them
-qlink=$(find "$build" -path "*CMakeFiles/quench.dir/link.txt" | head -1)
-[ -n "$qlink" ] || fail "no link.txt for quench under $build"
+qlink=$(link_line "$build" quench)
+[ -n "$qlink" ] || fail "no link command for quench under $build"
 [ -n "$(kernel_libs "$qlink")" ] || fail "the check found no kernel library in quench's link line either: it cannot fail"
 "$bin" || fail "qn_cc_only failed"
 # (what the CC library includes is checked by test_layering.sh)

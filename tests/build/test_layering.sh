@@ -13,6 +13,7 @@
 set -euo pipefail
 build=$1 bin=$2
 fail() { echo "FAIL build_layering: $*"; exit 1; }
+source "$(dirname "$0")/lib.sh"
 
 # check_dir DIR ALLOWED_REGEX: print every quoted include under DIR (not below a subdirectory
 # listed in SKIP) that does not match ALLOWED_REGEX.
@@ -25,7 +26,9 @@ check_dir() {
 # qn_abi.h is the BPF ABI (bpf/include), shared by both sides; generated skeletons never here.
 T_OK='transport/|common/|qn_abi\.h"'
 CC_OK='transport/cc/|transport/pacer\.h"|common/|qn_abi\.h"'
-COMMON_OK='common/|qn_abi\.h"'
+# qn_version.h: the build's generated version header (cmake/version.cmake), included by
+# common/version.cc alone
+COMMON_OK='common/|qn_abi\.h"|qn_version\.h"'
 bad=$(check_dir transport "$T_OK" transport/cc)
 [ -z "$bad" ] || fail "transport/ includes headers of another plane:"$'\n'"$bad"
 bad=$(check_dir transport/cc "$CC_OK")
@@ -40,7 +43,7 @@ bad=$(check_dir agent "$AGENT_OK")
 
 # negative control: planted files are flagged
 tmp=$(mktemp -d /tmp/qn-layering.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "$QN_LINK_TMP"' EXIT
 printf '#include "transport/engine.h"\n#include "control/topology.h"\n' >"$tmp/a.cc"
 printf '#include "topology.h"\n' >"$tmp/b.h"
 planted=$(check_dir "$tmp" "$T_OK")
@@ -49,22 +52,22 @@ echo "$planted" | grep -q 'b.h:1:' || fail "the include check missed a planted b
 echo "$planted" | grep -q 'a.cc:1:' && fail "the include check flagged \"transport/engine.h\", which is allowed"
 
 # the link line
-link=$(find "$build" -path "*qn_transport_only.dir/link.txt" | head -1)
-[ -n "$link" ] || fail "no link.txt for qn_transport_only under $build"
+link=$(link_line "$build" qn_transport_only)
+[ -n "$link" ] || fail "no link command for qn_transport_only under $build"
 if grep -qE 'quench_control|quench_bench' "$link"; then
 	fail "qn_transport_only links the control plane: $(grep -oE 'libquench_[a-z]+\.a' "$link" | sort -u | tr '\n' ' ')"
 fi
-qlink=$(find "$build" -path "*CMakeFiles/quench.dir/link.txt" | head -1)
-[ -n "$qlink" ] || fail "no link.txt for quench under $build"
+qlink=$(link_line "$build" quench)
+[ -n "$qlink" ] || fail "no link command for quench under $build"
 grep -q quench_control "$qlink" || fail "the link check finds no quench_control in quench's link line either: it cannot fail"
 # the agent links without the engine and the control plane (qn_agent_only links quench_agent)
-alink=$(find "$build" -path "*qn_agent_only.dir/link.txt" | head -1)
-[ -n "$alink" ] || fail "no link.txt for qn_agent_only under $build"
+alink=$(link_line "$build" qn_agent_only)
+[ -n "$alink" ] || fail "no link command for qn_agent_only under $build"
 if grep -qE 'quench_(transport|control|bench)' "$alink"; then
 	fail "the agent links $(grep -oE 'libquench_[a-z]+\.a' "$alink" | sort -u | tr '\n' ' ')"
 fi
-"$(dirname "$alink")/../../qn_agent_only" >/dev/null || fail "qn_agent_only failed"
-grep -qE 'quench_(transport|control|bench)' "$(find "$build" -path "*qn_transport_only.dir/link.txt" | head -1)" ||
+"$(dirname "$bin")/qn_agent_only" >/dev/null || fail "qn_agent_only failed"
+grep -qE 'quench_(transport|control|bench)' "$(link_line "$build" qn_transport_only)" ||
 	fail "the agent's link check finds no engine in qn_transport_only's link line either: it cannot fail"
 planted=$(check_dir "$tmp" "$AGENT_OK")
 echo "$planted" | grep -q 'a.cc:1:' || fail "the agent include check missed a planted \"transport/engine.h\": it cannot fail"

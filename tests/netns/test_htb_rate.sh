@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # netns: the bottleneck's egress rate (wire bits: frame + 24 B, as HTB charges) is within 2% of
-# the configured rate at 1 Gbit/s (low) and at a high rate derived in the same run from what
-# this machine's raw senders push through the switch unshaped (high: 75% of it, then 60% and
-# 50% when the senders cannot keep the shaper busy), with two AF_PACKET senders that offer more
+# the configured rate at 1 Gbit/s (low) and at a high rate derived in the same run from the CPU
+# the raw senders, switches and shaper took at 1 Gbit/s (below), with two AF_PACKET senders that offer more
 # than the bottleneck and are not limited by a socket buffer (QDISC_BYPASS, 8 MB send buffers).
 # A fixed high rate was wrong for the machine: 8, 6, 5 and 4 Gbit/s all exceeded the ~2.8
 # Gbit/s two raw senders push through one switch on 2 cores, so the high case was skipped every
@@ -42,19 +41,6 @@ senders_up() {
 		--seconds 6 --size 16000 --flows 4
 }
 
-# raw_push: what the two raw senders push through s1 with the bottleneck far above them (40
-# Gbit/s), in wire bit/s at s1's port toward s2, over 3 s after 2 s of warm-up. Sets RAW.
-raw_push() {
-	senders_up 40000
-	sleep 2
-	bg raw "$TRAFFIC" rate --netns "$(ns s1)" --dev s1-p3 --warmup 0 --seconds 3
-	wait "$PID_raw" || fail "rate measurement (raw senders): $(cat "$WORK/raw.out")"
-	wait "$PID_tx1" || fail "sender h1: $(cat "$WORK/tx1.out")"
-	wait "$PID_tx2" || fail "sender h2: $(cat "$WORK/tx2.out")"
-	RAW=$(field "$WORK/raw.out" wire_bps)
-	echo "raw senders through s1, unshaped: $(cat "$WORK/raw.out")"
-	"$QUENCH" topo down "$topo"
-}
 
 # check_rate MBPS: one attempt at MBPS Mbit/s. Return: 0 pass, 1 fail, 2 inconclusive: a precondition of the
 # measurement did not hold, with the reason in $WHY: the hypervisor stole more than 2% of the CPU
@@ -71,10 +57,14 @@ check_rate() {
 	id0=$(idle_ticks)
 	bg rate "$TRAFFIC" rate --netns "$(ns s1)" --dev s1-p3 --warmup 0 --seconds 3
 	# While the rate is measured, the data class must hold a queue: the shaper, not the
-	# senders, sets the rate. Ten samples; HTB drains in bursts, so allow a few empty ones.
+	# senders, sets the rate. Ten samples; HTB drains in bursts, so allow a few empty ones. The
+	# data class's leaf on a switch-facing port is the pause gate's tbf (docs/switch.md "PFC"):
+	# until 2026-11-27 this read only a bfifo leaf, found none there, and counted every sample
+	# busy (the check could not fail).
 	local backlog="" busy=0 i b
 	for i in 1 2 3 4 5 6 7 8 9 10; do
-		b=$(tc -n "$(ns s1)" -s qdisc show dev s1-p3 | awk '/^qdisc bfifo 20:/ {f=1} f && /backlog/ {print $2; exit}')
+		b=$(tc -n "$(ns s1)" -s qdisc show dev s1-p3 | awk '/^qdisc [a-z]+ 20:/ {f=1} f && /backlog/ {print $2; exit}')
+		[ -n "$b" ] || fail "no backlog line for the data class's leaf (20:) on s1-p3: $(tc -n "$(ns s1)" qdisc show dev s1-p3)"
 		[ "$b" = 0b ] || busy=$((busy + 1))
 		backlog="$backlog $b"
 		sleep 0.25
@@ -94,6 +84,7 @@ check_rate() {
 	idle_pct=$(jq -n "100 * $((id1 - id0)) / (300 * $(nproc)) | . * 10 | floor / 10")
 	ratio=$(jq -n "$wire / ($mbps * 1e6) | . * 10000 | floor / 10000")
 	echo "steal during the measurement: ${steal_pct}%; CPUs idle ${idle_pct}%; ratio $ratio"
+	IDLE=$idle_pct
 	if holds "$steal_pct > 2"; then
 		WHY="the hypervisor stole ${steal_pct}% of the CPU time (> 2%)"
 		"$QUENCH" topo down "$topo"
@@ -123,17 +114,23 @@ check_rate() {
 
 # Up to 4 attempts per case; only attempts whose preconditions held count (a conclusive attempt
 # that misses fails the test at once). An attempt whose senders could not keep the shaper busy
-# is retried at a lower rate (high: 75%, 60%, 50% of what the raw senders pushed unshaped), one
-# lost to steal at the same rate. Inconclusive attempts are counted and printed; four in a row
-# make the test inconclusive (skipped with the reasons), never failed.
-raw_push
-# Mbit/s, rounded down to 10 Mbit/s
-high=()
-for f in 0.75 0.6 0.5 0.5; do high+=("$(jq -n "$RAW * $f / 1e7 | floor * 10")"); done
-holds "${high[0]} >= 1500" || skip "the raw senders push only $RAW wire bit/s through one switch: a high case at 75% of it (${high[0]} Mbit/s) is not above the low case's 1 Gbit/s"
+# is retried at a lower rate, one lost to steal at the same rate. Inconclusive attempts are
+# counted and printed; four in a row make the test inconclusive (skipped with the reasons),
+# never failed.
+# The high rate comes from the low case's conclusive attempt in this run: the senders, both
+# switches and the shaper kept the CPUs IDLE% idle at 1 Gbit/s; the busy share grows with the
+# rate (measured 2026-11-27: 1 Gbit/s 32% busy; 12, 14 and 18 Gbit/s all 100% busy with 69-75%
+# of the rate delivered), so the high case runs where it would keep them 40% idle, by
+# proportion: 1 Gbit/s x 60 / (100 - IDLE), then 80% and 65% of that.
 measured=""
 for case in low high; do
-	if [ "$case" = low ]; then rates=(1000 1000 1000 1000); else rates=("${high[@]}"); fi
+	if [ "$case" = low ]; then
+		rates=(1000 1000 1000 1000)
+	else
+		h=$(jq -n "1000 * 60 / ([100 - $IDLE, 1] | max) | floor / 10 | floor * 10")
+		holds "$h >= 1200" || skip "the low case kept the CPUs only $IDLE% idle at 1 Gbit/s: a high case that leaves them 40% idle ($h Mbit/s) is not above the low one (this machine is too slow for two rates)"
+		rates=("$h" "$(jq -n "$h * 0.8 | floor")" "$(jq -n "$h * 0.65 | floor")" "$(jq -n "$h * 0.65 | floor")")
+	fi
 	ok=""
 	reasons=""
 	k=0
@@ -151,4 +148,4 @@ for case in low high; do
 	[ -n "$ok" ] || skip "inconclusive ($case rate): no attempt of 4 could measure the shaper ($reasons)"
 	measured="${measured:+$measured and }$m"
 done
-pass "HTB bottleneck within 2% of $measured Mbit/s (the high rate from raw senders pushing $RAW wire bit/s unshaped)"
+pass "HTB bottleneck within 2% of $measured Mbit/s"

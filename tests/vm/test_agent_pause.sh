@@ -129,6 +129,21 @@ stall_sampler() {
 		read -r -t 0.002 -u 9 || true
 	done >"$1"
 }
+# sfc_diag TAG WHEN: what would name the cause when the SFC part fails (issue 43: once a pair
+# moved nothing, cause not found): rxe's QPs and their states on both hosts, h1's qdisc (fq:
+# backlog, flows, throttled, horizon drops), h1's programs' QP table (rate, pause, counts), the
+# agent's per-QP lines (BTS taken, paused time) and both pairs' perftest output
+sfc_diag() {
+	echo "---- SFC diagnostics ($1, $2)"
+	for h in h1 h2; do echo "rdma resource show qp ($h):"; hx $h rdma resource show qp 2>&1 | grep -v ' UD \| GSI ' || true; done
+	echo "h1's qdisc:"; hx h1 tc -s qdisc show dev "$IF1" 2>&1 || true
+	echo "h1's QP table (qn_rxe_qps):"
+	bpftool -j map dump pinned "/sys/fs/bpf/quench/$TOPO_NAME/h1/qn_rxe_qps" 2>&1 | jq -c '.[] | (.formatted // .)' 2>&1 || true
+	echo "agent:"; grep -hE '^(agent|qp|pfc|bts)' "$WORK/$1.agent" 2>/dev/null || true
+	for f in "$WORK/$1".[cs][12]; do [ -f "$f" ] && { echo "$(basename "$f"):"; tail -6 "$f"; }; done
+	echo "----"
+}
+sfc_fail() { sfc_diag "$1" "$2"; fail "$2"; }
 # sfc_run TAG [agent options]: sets R to "leaked backlog other_qp_frames longest_guest_stop_ms"
 # (or nobts, ended, mismatch: what went wrong)
 sfc_run() {
@@ -152,12 +167,14 @@ sfc_run() {
 		[ "$n" -ge 2 ] && break
 		sleep 0.1
 	done
-	[ "$n" -ge 2 ] || fail "$tag: two ib_write_bw pairs did not start two QPs: $(qps)"
+	[ "$n" -ge 2 ] || sfc_fail "$tag" "$tag: two ib_write_bw pairs did not start two QPs: $(qps)"
 	local qa sa
 	read -r qa sa _ <<<"$(qps | awk -v old="$old" 'index(old, " " $1 " ") == 0' | head -1)"
 	"$TRAFFIC" signal --netns "$(ns tor)" --dev tor-p1 --dst-mac "$h1mac" --src-ip "$IP2" --dst-ip "$IP1" \
 		--peer-ip "$IP2" --kind bts --sport "$sa" --dest-qp "$qa" --pause-us $PAUSE_US >/dev/null
-	wait "$bpid" || fail "$tag: ib_write_bw failed"
+	sleep 0.1
+	sfc_diag "$tag" "100 ms after the BTS" >"$WORK/$tag.diag_bts" 2>&1
+	wait "$bpid" || { cat "$WORK/$tag.diag_bts"; sfc_fail "$tag" "$tag: ib_write_bw failed"; }
 	kill "$cpid"
 	agent_stop "$tag"
 	sleep 0.5
@@ -197,6 +214,7 @@ sfc_attempt() {
 	for i in 1 2 3; do
 		sfc_run "$tag$i" "$@"
 		read -r l b o g <<<"$R"
+		LAST_TAG=$tag$i
 		[ -n "$g" ] || return
 		if [ "$tag" = bts ]; then ok=$((l <= b + 1 && o > 0)); else ok=$((l > b + 1)); fi
 		[ "$ok" = 1 ] && return
@@ -208,23 +226,23 @@ sfc_attempt() {
 sfc_result() {
 	local l b o _
 	read -r l b o _ <<<"$R"
-	[ "$l" != nobts ] || fail "$1: the BTS is not in the capture"
-	[ "$l" != ended ] || fail "$1: the other QP sent nothing after the pause: the traffic ended before it (the run proves nothing)"
-	[ "$l" != mismatch ] || fail "$1: the capture saw $b of QP A's frames, h1's programs counted $o: a capture that misses frames proves nothing"
-	[ -n "$o" ] || fail "$1: no result ($R)"
+	[ "$l" != nobts ] || sfc_fail "$LAST_TAG" "$1: the BTS is not in the capture"
+	[ "$l" != ended ] || sfc_fail "$LAST_TAG" "$1: the other QP sent nothing after the pause: the traffic ended before it (the run proves nothing)"
+	[ "$l" != mismatch ] || sfc_fail "$LAST_TAG" "$1: the capture saw $b of QP A's frames, h1's programs counted $o: a capture that misses frames proves nothing"
+	[ -n "$o" ] || sfc_fail "$LAST_TAG" "$1: no result ($R)"
 }
 sfc_attempt bts
 sfc_result bts
 read -r leak backlog other stop_ms <<<"$R"
 echo "BTS obeyed: QP A frames during its $((PAUSE_US / 1000)) ms pause $leak, its qdisc backlog at the BTS $backlog; QP B frames in the pause $other (longest guest stop in it: $stop_ms ms)"
-grep -qE '^qp: .* 1 BTS, paused [1-9]' "$WORK"/bts?.agent || fail "the agent did not report QP A's BTS and paused time: $(grep -h '^qp:' "$WORK"/bts?.agent)"
-[ "$leak" -le $((backlog + 1)) ] || fail "QP A sent $leak frames during its pause, more than its backlog $backlog + 1"
-[ "$other" -gt 0 ] || fail "QP B sent nothing while A was paused: the pause held the whole host"
+grep -qE '^qp: .* 1 BTS, paused [1-9]' "$WORK"/bts?.agent || sfc_fail "$LAST_TAG" "the agent did not report QP A's BTS and paused time: $(grep -h '^qp:' "$WORK"/bts?.agent)"
+[ "$leak" -le $((backlog + 1)) ] || sfc_fail "$LAST_TAG" "QP A sent $leak frames during its pause, more than its backlog $backlog + 1"
+[ "$other" -gt 0 ] || sfc_fail "$LAST_TAG" "QP B sent nothing while A was paused: the pause held the whole host"
 sfc_attempt nobts --no-pause
 sfc_result nobts
 read -r nleak nbacklog nother _ <<<"$R"
 echo "--no-pause: QP A frames in the same window $nleak, backlog $nbacklog; QP B $nother"
-[ "$nleak" -gt $((nbacklog + 1)) ] || fail "--no-pause: QP A stayed within its backlog: the pause check cannot fail"
+[ "$nleak" -gt $((nbacklog + 1)) ] || sfc_fail "$LAST_TAG" "--no-pause: QP A stayed within its backlog: the pause check cannot fail"
 # 3. the switch's own BTS (sfc=on) toward an rxe host: SFC signals the data priority only, so the
 #    application sets it (traffic class 104 = DSCP 26, as RoCE deployments do); every BTS the
 #    switch sends reaches the QP (the agent's per-QP count = the switch's), which pauses

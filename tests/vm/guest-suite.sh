@@ -42,7 +42,14 @@ run_test() {
 run_sharded() {
 	local name=$1 bin=$2 list
 	list=$(mktemp -d /tmp/qn-shards.XXXXXX)
-	"$bin" --list-test-names-only | awk -v d="$list" 'NF {print > (d "/" (NR % 2))}'
+	local i=0 t
+	: >"$list/0"
+	: >"$list/1"
+	while read -r t; do
+		[ -n "$t" ] || continue
+		echo "$t" >>"$list/$((i % 2))"
+		i=$((i + 1))
+	done < <("$bin" --list-test-names-only)
 	run_test "$name" bash -c '"$1" -f "$2/0" >"$2/0.log" 2>&1 & p0=$!; "$1" -f "$2/1" >"$2/1.log" 2>&1; r1=$?; wait $p0; r0=$?
 		cat "$2/0.log" "$2/1.log"; [ $r0 = 0 ] && [ $r1 = 0 ]' _ "$bin" "$list"
 	rm -rf "$list"

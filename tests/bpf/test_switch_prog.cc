@@ -365,3 +365,118 @@ TEST_CASE("qn_xdp_steer__engine_frames_vs_kernel_frames", "[bpf][steer]")
 	}
 	qn_steer__destroy(skel);
 }
+
+namespace {
+
+// Every map of `obj` as bytes (arrays: every value; hashes and tries: every key and value, in
+// key order; ring buffers: the events waiting), .rodata left out: what a table can observe.
+std::map<std::string, std::vector<uint8_t>> map_contents(bpf_object *obj)
+{
+	std::map<std::string, std::vector<uint8_t>> out;
+	const size_t ncpu = size_t(libbpf_num_possible_cpus());
+	bpf_map *m;
+	bpf_object__for_each_map(m, obj)
+	{
+		const std::string name = bpf_map__name(m);
+		if (name.size() >= 7 && name.compare(name.size() - 7, 7, ".rodata") == 0)
+			continue;
+		auto &o = out[name];
+		const int fd = bpf_map__fd(m);
+		const auto type = bpf_map__type(m);
+		if (type == BPF_MAP_TYPE_RINGBUF) {
+			ring_buffer *rb = ring_buffer__new(
+				fd, [](void *ctx, void *data, size_t n) {
+					auto *v = static_cast<std::vector<uint8_t> *>(ctx);
+					v->insert(v->end(), static_cast<uint8_t *>(data), static_cast<uint8_t *>(data) + n);
+					return 0;
+				},
+				&o, nullptr);
+			REQUIRE(rb);
+			REQUIRE(ring_buffer__consume(rb) >= 0);
+			ring_buffer__free(rb);
+			continue;
+		}
+		const size_t vs = bpf_map__value_size(m);
+		const bool percpu = type == BPF_MAP_TYPE_PERCPU_ARRAY || type == BPF_MAP_TYPE_PERCPU_HASH;
+		std::vector<uint8_t> val(percpu ? (vs + 7) / 8 * 8 * ncpu : vs);
+		std::vector<uint8_t> key(bpf_map__key_size(m)), next(key.size());
+		bool first = true;
+		std::map<std::vector<uint8_t>, std::vector<uint8_t>> kv;
+		while (bpf_map_get_next_key(fd, first ? nullptr : key.data(), next.data()) == 0) {
+			first = false;
+			key = next;
+			REQUIRE(bpf_map_lookup_elem(fd, key.data(), val.data()) == 0);
+			kv[key] = val;
+		}
+		for (const auto &[k, v] : kv) {
+			o.insert(o.end(), k.begin(), k.end());
+			o.insert(o.end(), v.begin(), v.end());
+		}
+	}
+	return out;
+}
+
+} // namespace
+
+// The tables share one loaded object per configuration (switch_fixture.h, cached_switch): a
+// fixture after a table that used every stage must see every map as a fresh load has it.
+// Negative control: the same comparison before the reset finds the dirtied maps.
+TEST_CASE("switch_fixture__a_reused_object_starts_as_a_fresh_load", "[bpf][switch]")
+{
+	if (!have_root())
+		return;
+	std::map<std::string, std::vector<uint8_t>> dirty;
+	{
+		SwitchFixture fx(7, 0x0a000001);
+		const uint32_t zero = 0;
+		std::vector<uint8_t> ones(bpf_map__value_size(fx.skel->maps.qn_swcfg), 0xff);
+		REQUIRE(bpf_map_update_elem(bpf_map__fd(fx.skel->maps.qn_swcfg), &zero, ones.data(), BPF_ANY) == 0);
+		for (int i = 0; i < 64; i++) {
+			FrameSpec f = roce(i % 2 ? kDst : kEcmpDst);
+			f.sport = uint16_t(1000 + i);
+			fx.ingress(build_frame(f), i % 3 ? kHostPort : kSwitchPort);
+			fx.egress(build_frame(f));
+		}
+		fx.request(QN_SIG_BTS, 3);
+		dirty = map_contents(fx.skel->obj);
+	}
+	qn_switch *fresh = qn_switch__open();
+	REQUIRE(fresh);
+	fresh->rodata->qn_cfg.ecmp_seed = 0x1234567;
+	fresh->rodata->qn_cfg.switch_id = 7;
+	fresh->rodata->qn_cfg.addr_be = htonl(0x0a000001);
+	REQUIRE(qn_switch__load(fresh) == 0);
+	const auto want = map_contents(fresh->obj);
+	qn_switch__destroy(fresh);
+	size_t differed = 0;
+	for (const auto &[name, bytes] : dirty)
+		differed += bytes != want.at(name);
+	INFO("maps the table changed: " << differed);
+	CHECK(differed >= 4); // the check can fail: the dirtied object differs from a fresh one
+	// The fixture writes its ports and routes after the reset: the reference is a fresh load
+	// given the same writes.
+	SwitchFixture again(7, 0x0a000001);
+	const auto got = map_contents(again.skel->obj);
+	qn_switch *ref = qn_switch__open();
+	REQUIRE(ref);
+	ref->rodata->qn_cfg.ecmp_seed = 0x1234567;
+	ref->rodata->qn_cfg.switch_id = 7;
+	ref->rodata->qn_cfg.addr_be = htonl(0x0a000001);
+	REQUIRE(qn_switch__load(ref) == 0);
+	{
+		qn_switch *keep = again.skel;
+		again.skel = ref; // the fixture's writes, on the reference object
+		again.add_port(kHostPort, 0, QN_ROLE_HOST);
+		again.add_port(kSwitchPort, 1, QN_ROLE_SWITCH);
+		again.add_port(kLo, 2, QN_ROLE_HOST);
+		again.add_route(kDst, 1);
+		again.add_route(kEcmpDst, 4);
+		again.skel = keep;
+	}
+	const auto ref_contents = map_contents(ref->obj);
+	qn_switch__destroy(ref);
+	for (const auto &[name, bytes] : ref_contents) {
+		INFO("map " << name);
+		CHECK(got.at(name) == bytes);
+	}
+}

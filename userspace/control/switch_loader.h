@@ -16,13 +16,10 @@
 
 namespace qn {
 
-// The wall time from an ingress account's XOFF to the neighbour's data class going quiet that
-// headroom is sized for (docs/switch.md "PFC", "Headroom"): the worst PAUSE-to-quiet time
-// measured on a quiet machine (4.92 ms, with 20%: 6 ms) plus the longest stop of one CPU on
-// this kind of machine (14 ms: hypervisor preemption stops a switchd thread that must send the
-// PAUSE or close the gate; at 6 ms alone, s2 received up to 247 KB, 9.9 ms at 200 Mbit/s,
-// after its XOFF and dropped 52-319 frames lossless, 2026-11-27).
-inline constexpr uint64_t kPfcPauseLatencyWallNs = 20'000'000;
+// The worst wall time from a PAUSE's arrival at a switch port to the port's data class going
+// quiet that headroom is sized for (measured: docs/switch.md "PFC", "Measured"). It does not
+// cover this machine's CPU stops (docs/switch.md "Headroom").
+inline constexpr uint64_t kPfcPauseLatencyWallNs = 6'000'000;
 // The PFC headroom of an ingress account on link `l` (qn_port.hdrm_bytes): the wall rate times
 // (kPfcPauseLatencyWallNs + the link's round trip) plus two frames.
 uint64_t pfc_headroom_bytes(const Link &l, const Dilation &d);

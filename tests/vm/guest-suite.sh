@@ -35,25 +35,6 @@ run_test() {
 	*) record "$name" fail "$(grep -v '^\s*$' "$log" | tail -1 | cut -c1-120 | tr ' ' '_')" ;;
 	esac
 }
-# run_sharded NAME CATCH2_BIN: run_test over the binary's test cases split in two halves run side
-# by side, one per vCPU: under TCG each case's BPF load (the verifier) is CPU-bound, and one
-# process took 376 s in 6.1 (2026-11-27). The cases share no system state (each loads its own
-# object; no pin, no namespace).
-run_sharded() {
-	local name=$1 bin=$2 list
-	list=$(mktemp -d /tmp/qn-shards.XXXXXX)
-	local i=0 t
-	: >"$list/0"
-	: >"$list/1"
-	while read -r t; do
-		[ -n "$t" ] || continue
-		echo "$t" >>"$list/$((i % 2))"
-		i=$((i + 1))
-	done < <("$bin" --list-test-names-only)
-	run_test "$name" bash -c '"$1" -f "$2/0" >"$2/0.log" 2>&1 & p0=$!; "$1" -f "$2/1" >"$2/1.log" 2>&1; r1=$?; wait $p0; r0=$?
-		cat "$2/0.log" "$2/1.log"; [ $r0 = 0 ] && [ $r1 = 0 ]' _ "$bin" "$list"
-	rm -rf "$list"
-}
 # all_only NAME CMD...: run_test in the `all` tier; in `ci`, listed as run by `make vmtest`
 all_only() {
 	if [ "$TIER" = all ]; then run_test "$@"; else record "$1" skip "make_vmtest_only_(the_host_kernel_runs_it)"; fi
@@ -63,7 +44,7 @@ G="$BUILD/gen"
 run_test verifier_gate "$BUILD/tests/qn_verifier_gate" "$G/qn_switch.bpf.o" "$G/qn_bare.bpf.o" "$G/qn_steer.bpf.o" "$G/qn_rxe.bpf.o"
 run_test verifier_gate_rejects_broken "$BUILD/tests/qn_verifier_gate" --expect-fail "$G/qn_broken_fixture.bpf.o"
 all_only unit "$BUILD/tests/qn_unit_tests"
-run_sharded bpf_prog_test_run "$BUILD/tests/qn_bpf_tests"
+run_test bpf_prog_test_run "$BUILD/tests/qn_bpf_tests"
 run_test netns_forward_dumbbell bash "$ROOT/tests/netns/test_forward_dumbbell.sh" "$BUILD/quench" "$BUILD/qn_traffic"
 all_only netns_topo_lifecycle bash "$ROOT/tests/netns/test_topo_lifecycle.sh" "$BUILD/quench" "$BUILD/qn_traffic"
 all_only netns_queue_depth bash "$ROOT/tests/netns/test_queue_depth.sh" "$BUILD/quench" "$BUILD/qn_traffic"

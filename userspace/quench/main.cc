@@ -432,8 +432,6 @@ int cmd_bench(const Args &a)
 // scheme is composed of and the grammar (docs/cc.md "Schemes").
 int cmd_schemes()
 {
-	// The registry: named schemes (what `schemes all` runs), then the parts a scheme is
-	// composed of and the grammar (docs/cc.md "Schemes").
 	namespace cc = qn::tp::cc;
 	std::printf("schemes (an experiment's `schemes all`):\n");
 	for (const auto &n : cc::schemes()) {
@@ -508,6 +506,11 @@ int main(int argc, char **argv)
 			return fail("switchd needs a topology name");
 		auto s = qn::run_switchd(a.pos[1]);
 		return s.ok() ? 0 : fail(s.error().to_string());
+	}
+	if (!qn::cli::about(cmd).empty()) { // e.g. `quench -v gen ...`: gen parses its own options
+		std::fprintf(stderr, "quench: options before the command go with topo, switch and bench only: `quench %s --help`\n",
+			     cmd.c_str());
+		return 2;
 	}
 	std::fprintf(stderr, "quench: unknown command '%s' (quench --help)\n", cmd.c_str());
 	return 2;

@@ -214,14 +214,21 @@ part3() {
 	local f0_off=$f0
 	[ "$drops" -gt 0 ] || fail "PFC off: no drop (the incast was not congesting)"
 	holds "$f0 >= 0.9 * $share" || fail "PFC off: the victim got $f0 bit/s, below 90% of its share $share"
-	run_victim on on
-	[ "$xoff" -gt 0 ] || fail "PFC on: s2 never paused s1"
-	# The fabric and the congested port are lossless; a raw sender slower to honour PAUSE than
-	# its port's 400 KB (32 ms at 100 Mbit/s) is the test's instrument, reported above.
-	[ $((drops - host_drops)) = 0 ] || fail "PFC on: $((drops - host_drops)) drops in the fabric"
-	# The victim against itself without PFC in the same run (measured 2026-11-27, seven runs: PFC
-	# off 107-114% of its share, PFC on 34-65%, 0.31-0.61 of the PFC-off rate)
-	holds "$f0 <= 0.7 * $f0_off" || fail "PFC on: the victim kept $f0 bit/s, more than 70% of its $f0_off bit/s without PFC: no spreading"
+	# PFC on, three times: the victim's median against itself without PFC (measured 2026-11-27,
+	# ten single runs: PFC off 107-114% of its share, PFC on 34-80%, 0.31-0.71 of the PFC-off
+	# rate; one of the ten above 0.7, so one run alone is not the measurement)
+	local on=()
+	for _ in 1 2 3; do
+		run_victim on on
+		[ "$xoff" -gt 0 ] || fail "PFC on: s2 never paused s1"
+		# The fabric and the congested port are lossless; a raw sender slower to honour PAUSE
+		# than its port's 400 KB (32 ms at 100 Mbit/s) is the test's instrument, reported above.
+		[ $((drops - host_drops)) = 0 ] || fail "PFC on: $((drops - host_drops)) drops in the fabric"
+		on+=("$f0")
+	done
+	f0=$(printf '%s\n' "${on[@]}" | "$QUENCH" analyze numbers | jq .p50)
+	echo "PFC on: the victim's median $f0 bit/s over ${on[*]}; without PFC $f0_off"
+	holds "$f0 <= 0.7 * $f0_off" || fail "PFC on: the victim's median $f0 bit/s is more than 70% of its $f0_off bit/s without PFC: no spreading"
 	pass "part 3: congestion spreads to the victim with PFC and not without"
 }
 

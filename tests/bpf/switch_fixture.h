@@ -94,6 +94,18 @@ inline bool reset_maps(bpf_object *obj, std::string &why)
 	return true;
 }
 
+// A newly loaded qn_switch for switch `switch_id` at `addr` (the caller destroys it).
+inline qn_switch *load_switch_skel(uint32_t switch_id, uint32_t addr)
+{
+	qn_switch *skel = qn_switch__open();
+	REQUIRE(skel);
+	skel->rodata->qn_cfg.ecmp_seed = 0x1234567;
+	skel->rodata->qn_cfg.switch_id = switch_id;
+	skel->rodata->qn_cfg.addr_be = htonl(addr);
+	REQUIRE(qn_switch__load(skel) == 0);
+	return skel;
+}
+
 // A loaded qn_switch per (switch_id, addr), kept for the whole process: a load (the verifier on
 // the ingress program's ~100 K instructions) took 0.35 s of each table's 0.4 s here and most of
 // the 376 s the tables took under TCG in the 6.1 guest (2026-11-27); every fixture gets it back
@@ -118,12 +130,7 @@ inline qn_switch *cached_switch(uint32_t switch_id, uint32_t addr)
 			REQUIRE(ok);
 			return e.second;
 		}
-	qn_switch *skel = qn_switch__open();
-	REQUIRE(skel);
-	skel->rodata->qn_cfg.ecmp_seed = 0x1234567;
-	skel->rodata->qn_cfg.switch_id = switch_id;
-	skel->rodata->qn_cfg.addr_be = htonl(addr);
-	REQUIRE(qn_switch__load(skel) == 0);
+	qn_switch *skel = load_switch_skel(switch_id, addr);
 	cache.v.emplace_back(key, skel);
 	return skel;
 }
@@ -134,6 +141,11 @@ struct SwitchFixture {
 	explicit SwitchFixture(uint32_t switch_id = 0, uint32_t addr = 0)
 	{
 		skel = cached_switch(switch_id, addr);
+		add_ports_and_routes();
+	}
+	// The fixture's fake ports and routes, written into `skel`'s maps.
+	void add_ports_and_routes()
+	{
 		add_port(kHostPort, 0, QN_ROLE_HOST);
 		add_port(kSwitchPort, 1, QN_ROLE_SWITCH);
 		add_port(kLo, 2, QN_ROLE_HOST); // egress counters in TEST_RUN land on lo

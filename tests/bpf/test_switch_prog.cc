@@ -440,12 +440,7 @@ TEST_CASE("switch_fixture__a_reused_object_starts_as_a_fresh_load", "[bpf][switc
 		fx.request(QN_SIG_BTS, 3);
 		dirty = map_contents(fx.skel->obj);
 	}
-	qn_switch *fresh = qn_switch__open();
-	REQUIRE(fresh);
-	fresh->rodata->qn_cfg.ecmp_seed = 0x1234567;
-	fresh->rodata->qn_cfg.switch_id = 7;
-	fresh->rodata->qn_cfg.addr_be = htonl(0x0a000001);
-	REQUIRE(qn_switch__load(fresh) == 0);
+	qn_switch *fresh = load_switch_skel(7, 0x0a000001);
 	const auto want = map_contents(fresh->obj);
 	qn_switch__destroy(fresh);
 	size_t differed = 0;
@@ -457,20 +452,11 @@ TEST_CASE("switch_fixture__a_reused_object_starts_as_a_fresh_load", "[bpf][switc
 	// given the same writes.
 	SwitchFixture again(7, 0x0a000001);
 	const auto got = map_contents(again.skel->obj);
-	qn_switch *ref = qn_switch__open();
-	REQUIRE(ref);
-	ref->rodata->qn_cfg.ecmp_seed = 0x1234567;
-	ref->rodata->qn_cfg.switch_id = 7;
-	ref->rodata->qn_cfg.addr_be = htonl(0x0a000001);
-	REQUIRE(qn_switch__load(ref) == 0);
+	qn_switch *ref = load_switch_skel(7, 0x0a000001);
 	{
 		qn_switch *keep = again.skel;
 		again.skel = ref; // the fixture's writes, on the reference object
-		again.add_port(kHostPort, 0, QN_ROLE_HOST);
-		again.add_port(kSwitchPort, 1, QN_ROLE_SWITCH);
-		again.add_port(kLo, 2, QN_ROLE_HOST);
-		again.add_route(kDst, 1);
-		again.add_route(kEcmpDst, 4);
+		again.add_ports_and_routes();
 		again.skel = keep;
 	}
 	const auto ref_contents = map_contents(ref->obj);

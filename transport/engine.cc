@@ -328,7 +328,7 @@ uint64_t Engine::next_deadline(uint64_t now)
 			d = std::min(d, h.txline.front().release_ns);
 		if (!h.rxline.empty())
 			d = std::min(d, h.rxline.front().release_ns);
-		if (h.port->tx_pending())
+		if (h.port->tx_needs_service())
 			d = std::min(d, now + 1000);
 	}
 	for (const auto &c : cables_)

@@ -218,6 +218,10 @@ struct Health {
 	// the send call) and of the loop's passes that transmitted, wall ns.
 	uint64_t kick_p50_wall_ns = 0, kick_p99_wall_ns = 0, kick_max_wall_ns = 0, kicks = 0;
 	uint64_t pass_p50_wall_ns = 0, pass_p99_wall_ns = 0, pass_max_wall_ns = 0, passes = 0;
+	// Every send call on every port (hosts and cables): the kicks above, the ones a full batch
+	// of 32 frames made, and re-kicks of frames the kernel left in a TX ring. A kick with
+	// nothing to send is a syscall wasted on the loop's CPU.
+	uint64_t syscall_kicks = 0;
 	// Measured at the switches (bpf/include/fidmon.h): every link direction with backlogged
 	// frames, and the worst of them.
 	std::vector<SwitchLink> switch_links;
@@ -534,6 +538,7 @@ private:
 	// since health_begin().
 	struct Totals {
 		uint64_t softnet_drops = 0, squeeze = 0, veth_drops = 0, xsk_drops = 0, tx_held = 0, tx_no_frame = 0;
+		uint64_t kicks = 0; // send calls on every port (hosts and cables)
 	} base_;
 	Result<Totals> totals();
 };

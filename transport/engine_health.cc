@@ -67,7 +67,7 @@ std::string Health::to_text() const
 	  << "  xsk drops " << xsk_drops << ", tx held " << tx_held << ", tx frames exhausted " << tx_no_frame
 	  << ", softnet drops " << softnet_drops
 	  << ", time_squeeze " << time_squeeze << ", veth drops " << veth_drops << "\n"
-	  << "  loop iterations " << loop_iters << ", sleeps " << sleeps << "\n"
+	  << "  loop iterations " << loop_iters << ", sleeps " << sleeps << ", send calls " << syscall_kicks << "\n"
 	  << "  kicks carrying frames " << kicks << ": wall p50 " << kick_p50_wall_ns << " ns, p99 " << kick_p99_wall_ns
 	  << " ns, max " << kick_max_wall_ns << " ns; passes that sent " << passes << ": wall p50 " << pass_p50_wall_ns
 	  << " ns, p99 " << pass_p99_wall_ns << " ns, max " << pass_max_wall_ns << " ns\n";
@@ -176,6 +176,7 @@ Result<Engine::Totals> Engine::totals()
 		if (auto x = h->port->stats())
 			t.xsk_drops += x->drops();
 		t.tx_held += h->port->tx_held();
+		t.kicks += h->port->kicks();
 		t.tx_no_frame += h->c.tx_no_frame;
 	}
 	for (const auto &c : cables_)
@@ -183,6 +184,7 @@ Result<Engine::Totals> Engine::totals()
 			if (auto x = c->end[k]->stats())
 				t.xsk_drops += x->drops();
 			t.tx_held += c->end[k]->tx_held();
+			t.kicks += c->end[k]->kicks();
 		}
 	return t;
 }
@@ -274,6 +276,7 @@ Health Engine::health()
 		r.xsk_drops = delta(t->xsk_drops, base_.xsk_drops);
 		r.tx_held = delta(t->tx_held, base_.tx_held);
 		r.tx_no_frame = delta(t->tx_no_frame, base_.tx_no_frame);
+		r.syscall_kicks = delta(t->kicks, base_.kicks);
 	}
 	auto fail = [&](std::string why) {
 		r.valid = false;

@@ -81,7 +81,7 @@ public:
 		return true;
 	}
 	void flush() override {}
-	uint32_t tx_pending() const override { return 0; }
+	bool tx_needs_service() const override { return false; }
 	Result<XskStats> stats() const override
 	{
 		XskStats s;

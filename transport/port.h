@@ -50,12 +50,17 @@ public:
 	virtual bool tx_push(uint64_t addr, uint32_t len) = 0;
 	// Hand queued frames to the wire and reap completed ones.
 	virtual void flush() = 0;
-	// Return: frames queued or on their way, not yet completed.
-	virtual uint32_t tx_pending() const = 0;
+	// Return: the port needs the engine again soon even with nothing new to send: frames wait
+	// in the TX ring for a kick (the kernel refused them), or no TX frame is free while the
+	// kernel still holds some (only their completions free them). Frames the kernel has taken
+	// (queued in a switch, paused) need nothing: their completions are reaped by the next flush.
+	virtual bool tx_needs_service() const = 0;
 
 	virtual Result<XskStats> stats() const = 0;
 	// Kicks after which frames were still in the TX ring (the kernel refused them).
 	virtual uint64_t tx_held() const { return 0; }
+	// Transmit kicks (send calls) so far.
+	virtual uint64_t kicks() const { return 0; }
 
 protected:
 	uint8_t *area_ = nullptr;

@@ -208,17 +208,30 @@ bool XskPort::tx_push(uint64_t addr, uint32_t len)
 	return true;
 }
 
+uint32_t XskPort::tx_in_ring() const
+{
+	if (!xsk_)
+		return 0;
+	// The kernel moves the consumer index; the producer index is ours (submitted descriptors).
+	return __atomic_load_n(r_->tx.producer, __ATOMIC_RELAXED) - __atomic_load_n(r_->tx.consumer, __ATOMIC_ACQUIRE);
+}
+
 void XskPort::flush()
 {
 	if (!xsk_)
 		return;
-	if (tx_unkicked_ > 0 || tx_outstanding_ > 0) {
-		// Copy mode needs the kick to transmit at all (need_wakeup is always set for TX).
-		if (tx_unkicked_ > 0 || xsk_ring_prod__needs_wakeup(&r_->tx)) {
-			sendto(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0);
-			kicks_++;
-		}
+	// Copy mode transmits only inside a kick (need_wakeup is always set for TX). Kick for frames
+	// pushed since the last kick, and again for frames a kick left in the ring (the kernel
+	// refused them: send buffer, device busy). Frames the kernel has taken need no kick: their
+	// completions arrive when the switch forwards them. (Kicking whenever any frame was
+	// outstanding made every pass of every host with frames queued at a switch an empty
+	// syscall: docs/PERFORMANCE.md "Empty kicks".)
+	if (tx_unkicked_ > 0 || tx_in_ring() > 0) {
+		sendto(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0);
+		kicks_++;
 		tx_unkicked_ = 0;
+		if (tx_in_ring() > 0)
+			tx_held_++;
 	}
 	uint32_t idx = 0;
 	uint32_t done = xsk_ring_cons__peek(&r_->comp, 1024, &idx);
@@ -228,11 +241,6 @@ void XskPort::flush()
 		xsk_ring_cons__release(&r_->comp, done);
 		tx_outstanding_ -= done;
 	}
-	// Completions arrive when the kernel frees a frame's skb (after the switch forwarded it), so
-	// outstanding frames are normal. Frames the kernel has not taken off the TX ring after a
-	// kick are not: it refused them (send buffer, device busy) and they wait in the ring.
-	if (tx_outstanding_ > 0 && xsk_prod_nb_free(&r_->tx, ring_size_) < ring_size_)
-		tx_held_++;
 }
 
 Result<XskStats> XskPort::stats() const

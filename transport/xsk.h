@@ -53,15 +53,18 @@ public:
 	bool tx_push(uint64_t addr, uint32_t len) override;
 	// Kick the kernel (copy mode moves at most 32 frames per kick) and reap completions.
 	void flush() override;
-	uint32_t tx_pending() const override { return tx_outstanding_; }
+	bool tx_needs_service() const override { return tx_in_ring() > 0 || (tx_pool_.empty() && tx_outstanding_ > 0); }
 	size_t tx_free_frames() const { return tx_pool_.size(); }
 
 	Result<XskStats> stats() const override;
-	uint64_t kicks() const { return kicks_; }
+	uint64_t kicks() const override { return kicks_; }
 	// Kicks after which frames were still in the TX ring (the kernel refused them).
 	uint64_t tx_held() const override { return tx_held_; }
 
 private:
+	// Descriptors in the TX ring the kernel has not consumed yet.
+	uint32_t tx_in_ring() const;
+
 	struct Rings;
 	Rings *r_ = nullptr;
 	xsk_umem *umem_ = nullptr;

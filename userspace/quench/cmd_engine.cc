@@ -266,6 +266,8 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	j["reasons"] = rep.health.reasons;
 	j["cpu_bound"] = rep.health.cpu_bound;
 	j["stalls"] = rep.health.stalls;
+	j["kicks"] = {{"send_calls", rep.health.syscall_kicks}, {"carrying_frames", rep.health.kicks},
+		      {"tx_held", rep.health.tx_held}};
 	j["stall_threshold_wall_ns"] = rep.health.stall_threshold_wall_ns;
 	j["flows_done"] = s.done;
 	j["content_errors"] = s.bad;

@@ -450,10 +450,14 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 			next_fid_poll_ = wall + 5'000'000;
 			poll_switch_monitors();
 		}
-		const uint64_t sent0 = frames_sent_;
+		const uint64_t sent0 = frames_sent_, rcvd0 = frames_rcvd_;
 		const uint64_t d = std::min(step(now, tick), until_ns);
-		if (frames_sent_ != sent0)
-			pass_wall_.add(mono_wall_ns() - wall);
+		if (frames_sent_ != sent0 || frames_rcvd_ != rcvd0) {
+			const uint64_t pass = mono_wall_ns() - wall;
+			busy_wall_ns_ += pass;
+			if (frames_sent_ != sent0)
+				pass_wall_.add(pass);
+		}
 		if (!io_)
 			break; // a fake clock does not move by itself: the caller steps it
 		uint64_t dw = clock_.to_wall(d);

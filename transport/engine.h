@@ -217,11 +217,15 @@ struct Health {
 	// Wall time of the transmit kicks (a copy-mode kick runs every frame's switch path inside
 	// the send call) and of the loop's passes that transmitted, wall ns.
 	uint64_t kick_p50_wall_ns = 0, kick_p99_wall_ns = 0, kick_max_wall_ns = 0, kicks = 0;
-	uint64_t pass_p50_wall_ns = 0, pass_p99_wall_ns = 0, pass_max_wall_ns = 0, passes = 0;
+	uint64_t pass_p50_wall_ns = 0, pass_p90_wall_ns = 0, pass_p99_wall_ns = 0, pass_max_wall_ns = 0, passes = 0;
 	// Every send call on every port (hosts and cables): the kicks above, the ones a full batch
 	// of 32 frames made, and re-kicks of frames the kernel left in a TX ring. A kick with
 	// nothing to send is a syscall wasted on the loop's CPU.
 	uint64_t syscall_kicks = 0;
+	// Wall time of the loop's passes that sent or received frames: the engine's work, without
+	// its sleeps and idle spins. Over the run's wall time, how busy its CPU was
+	// (docs/experiments.md "Dilation and calibration": the paced check).
+	uint64_t busy_wall_ns = 0;
 	// Measured at the switches (bpf/include/fidmon.h): every link direction with backlogged
 	// frames, and the worst of them.
 	std::vector<SwitchLink> switch_links;
@@ -525,6 +529,8 @@ private:
 	Histogram late_;
 	Histogram kick_wall_, pass_wall_;   // wall ns of kicks that carried frames, of passes that sent
 	uint64_t frames_sent_ = 0;          // frames every host handed to its link (passes that sent)
+	uint64_t frames_rcvd_ = 0;          // frames taken from every host and cable socket
+	uint64_t busy_wall_ns_ = 0;         // wall time of the passes that sent or received (since health_begin)
 	IntervalSet stalled_;               // loop stalls, engine fabric time (every host)
 	IntervalSet sw_lost_all_;           // lost periods at switch-facing departures (every flow)
 	std::vector<std::unique_ptr<SwitchMon>> swmons_;

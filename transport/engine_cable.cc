@@ -13,6 +13,7 @@ void Engine::rx_cable(Cable &c, uint64_t now)
 	for (int k = 0; k < 2; k++) {
 		for (;;) {
 			uint32_t n = c.end[k]->rx_peek(64, addr, len);
+			frames_rcvd_ += n;
 			for (uint32_t i = 0; i < n; i++) {
 				if (lose(c.error_rate)) {
 					c.dropped++;

@@ -67,7 +67,8 @@ std::string Health::to_text() const
 	  << "  xsk drops " << xsk_drops << ", tx held " << tx_held << ", tx frames exhausted " << tx_no_frame
 	  << ", softnet drops " << softnet_drops
 	  << ", time_squeeze " << time_squeeze << ", veth drops " << veth_drops << "\n"
-	  << "  loop iterations " << loop_iters << ", sleeps " << sleeps << ", send calls " << syscall_kicks << "\n"
+	  << "  loop iterations " << loop_iters << ", sleeps " << sleeps << ", send calls " << syscall_kicks
+	  << ", busy " << busy_wall_ns / 1000 << " us (wall, passes that moved frames)\n"
 	  << "  kicks carrying frames " << kicks << ": wall p50 " << kick_p50_wall_ns << " ns, p99 " << kick_p99_wall_ns
 	  << " ns, max " << kick_max_wall_ns << " ns; passes that sent " << passes << ": wall p50 " << pass_p50_wall_ns
 	  << " ns, p99 " << pass_p99_wall_ns << " ns, max " << pass_max_wall_ns << " ns\n";
@@ -198,7 +199,7 @@ Status Engine::health_begin()
 	late_ = Histogram();
 	kick_wall_ = Histogram();
 	pass_wall_ = Histogram();
-	stalls_ = stall_max_ = iters_ = sleeps_ = 0;
+	stalls_ = stall_max_ = iters_ = sleeps_ = busy_wall_ns_ = 0;
 	for (auto &h : hosts_) {
 		h->ser_ns = h->lost_ns = 0;
 		h->affected.clear();
@@ -264,10 +265,12 @@ Health Engine::health()
 	r.kick_max_wall_ns = kick_wall_.max();
 	r.kicks = kick_wall_.count();
 	r.pass_p50_wall_ns = pass_wall_.quantile(0.5);
+	r.pass_p90_wall_ns = pass_wall_.quantile(0.9);
 	r.pass_p99_wall_ns = pass_wall_.quantile(0.99);
 	r.pass_max_wall_ns = pass_wall_.max();
 	r.passes = pass_wall_.count();
 	r.sleeps = sleeps_;
+	r.busy_wall_ns = busy_wall_ns_;
 	if (auto t = totals()) {
 		auto delta = [](uint64_t now, uint64_t base) { return now - std::min(now, base); };
 		r.softnet_drops = delta(t->softnet_drops, base_.softnet_drops);

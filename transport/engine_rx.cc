@@ -33,6 +33,7 @@ void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 	Packet p;
 	ParseError e = parse({fr, len}, opt_.icrc, p);
 	h.c.rx_frames++;
+	frames_rcvd_++;
 	h.c.rx_bytes += len;
 	if (e != ParseError::None) {
 		h.c.bad[size_t(e)]++;

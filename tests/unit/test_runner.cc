@@ -64,6 +64,34 @@ TEST_CASE("next_dilation__one_and_a_half_rounded_up_to_ten_capped", "[runner]")
 	CHECK(next_dilation(9000) == kMaxDilation);
 }
 
+TEST_CASE("paced_dilation__half_busy_and_half_a_frame_per_pass_at_most", "[runner]")
+{
+	PacedTrial t;
+	t.d = 200;
+	t.frame_wall_ns = 340'000;
+	// both within half: D stays
+	t.busy_frac = 0.4;
+	t.pass_p90_wall_ns = 170'000;
+	CHECK(paced_dilation(t) == 200);
+	// busy 98%: D x 0.98 / 0.5 = 392 -> 400
+	t.busy_frac = 0.98;
+	CHECK(paced_dilation(t) == 400);
+	// the pass term binds: 1.32 frame times -> 200 x 2.64 = 528 -> 530
+	t.busy_frac = 0.3;
+	t.pass_p90_wall_ns = 448'800;
+	CHECK(paced_dilation(t) == 530);
+	// the larger of the two
+	t.busy_frac = 1.5;
+	CHECK(paced_dilation(t) == 600);
+	// capped; no frame time: only busy counts
+	t.d = 9000;
+	CHECK(paced_dilation(t) == kMaxDilation);
+	t.d = 100;
+	t.frame_wall_ns = 0;
+	t.busy_frac = 0.2;
+	CHECK(paced_dilation(t) == 100);
+}
+
 namespace {
 
 SwitchCounters sw(std::initializer_list<std::pair<uint64_t, uint64_t>> marks_drops, uint64_t peak)

@@ -37,6 +37,15 @@ DChoice dilation_rule(const DRuleInput &in)
 	return c;
 }
 
+double paced_dilation(const PacedTrial &t)
+{
+	const double pass = t.frame_wall_ns ? double(t.pass_p90_wall_ns) / double(t.frame_wall_ns) : 0.0;
+	const double worst = std::max(t.busy_frac, pass);
+	if (worst <= 0.5)
+		return t.d;
+	return std::min(kMaxDilation, round_up_10(t.d * worst / 0.5));
+}
+
 double next_dilation(double d) { return std::min(kMaxDilation, round_up_10(d * 1.5)); }
 
 uint64_t measure_jitter_ns(int ms)

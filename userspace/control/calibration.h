@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace qn {
 
@@ -36,6 +37,27 @@ struct DChoice {
 // dilated base RTT, with a factor 2 of margin, rounded up to 10. Pure: no measurement, no clock.
 // Inputs with a zero capacity or base RTT give clamped = true and d = kMaxDilation.
 DChoice dilation_rule(const DRuleInput &in);
+
+// The paced check of a candidate D (docs/experiments.md "Dilation and calibration"): the
+// workload's senders, every one at line rate to its own receiver, run at `d`. At D = 1 the
+// engine batches several frames into each kick and amortises its passes; at the run's D every
+// frame is a kick of its own, so the capacity at D = 1 overstates what a paced run can carry
+// (on this machine about 4x: 1.26 Gbit/s at D = 1 against about 56 us of wall time per data
+// frame and its ACK when paced). Two figures of the run say whether `d` is enough:
+struct PacedTrial {
+	double d = 0;
+	double busy_frac = 0;          // the engine's busy wall time (passes that moved frames) / the run's wall time
+	uint64_t pass_p90_wall_ns = 0; // passes that sent: p90 of their wall time
+	uint64_t frame_wall_ns = 0;    // one full frame's serialization at the host link rate, wall ns at d
+	double need = 0;               // paced_dilation's answer
+};
+
+// The D a paced trial asks for: d x max(busy_frac, pass_p90 / frame_wall) / 0.5, rounded up to a
+// multiple of 10, at most kMaxDilation; `d` itself when both are at most 0.5. The factor 2 is the
+// D rule's margin; the pass term is the one that binds first: a frame due during a pass waits for
+// it, and a wait beyond one frame time is link time lost at the switch's arrival monitor, so a
+// typical pass must take at most half a frame time.
+double paced_dilation(const PacedTrial &t);
 
 // The D of the next attempt after a CPU-bound INVALID one at `d`: 1.5 x d rounded up to a
 // multiple of 10, at most kMaxDilation.
@@ -65,6 +87,7 @@ struct Calibration {
 	size_t capacity_senders = 0;       // how many senders ran at once for capacity_wall_bps
 	double offered_bps = 0;            // fabric bit/s the senders can offer at once
 	DChoice rule;                      // the D rule's terms (auto D only)
+	std::vector<PacedTrial> paced;     // the paced checks, in order (auto D only); the last one's d is D
 	double d = 0;                      // the D the schemes start at
 	bool d_auto = false;
 	bool adapt = false;                // retry CPU-bound INVALID attempts at a larger D (auto D, --adapt-from)

@@ -146,6 +146,11 @@ std::string metadata_text(const ExperimentRun &c)
 		     << " from it)\ndilation_timer " << f2(k.rule.d_timer, "%.1f") << " (jitter p99 "
 		     << k.jitter_wall_ns / 1000 << " us wall / 5% of the base RTT)"
 		     << (k.rule.clamped ? "; clamped to 10000, the largest factor: expect an INVALID run" : "") << "\n";
+	for (const auto &t : k.paced)
+		meta << "dilation_paced at D=" << f2(t.d, "%g") << ": engine busy " << f2(100 * t.busy_frac, "%.1f")
+		     << "% of the wall time, passes p90 " << t.pass_p90_wall_ns / 1000 << " us = "
+		     << f2(t.frame_wall_ns ? double(t.pass_p90_wall_ns) / double(t.frame_wall_ns) : 0.0, "%.2f")
+		     << " frame times (" << t.frame_wall_ns / 1000 << " us); needs D=" << f2(t.need, "%g") << "\n";
 	meta << "timer_jitter_p99_wall_ns " << k.jitter_wall_ns << "\nhost_rate " << format_rate(k.host_rate_bps)
 	     << "\nmtu " << k.mtu << "\nbase_rtt_ns " << k.base_rtt_min_ns << " .. " << k.base_rtt_max_ns
 	     << " (computed, common.md §4)\nrtt_check " << k.pair << " 64 B ping-pong FCT median " << k.rtt_measured_ns
@@ -451,6 +456,16 @@ std::string summary_json(const ExperimentRun &c, const std::vector<SchemeResult>
 				  {"dilation_auto", k.d_auto},
 				  {"dilation_cpu", k.rule.d_cpu},
 				  {"dilation_timer", k.rule.d_timer},
+				  {"dilation_paced", [&] {
+					   json a = json::array();
+					   for (const auto &t : k.paced)
+						   a.push_back(json{{"d", t.d},
+								    {"busy_frac", t.busy_frac},
+								    {"pass_p90_wall_ns", t.pass_p90_wall_ns},
+								    {"frame_wall_ns", t.frame_wall_ns},
+								    {"need", t.need}});
+					   return a;
+				   }()},
 				  {"dilation_clamped", k.rule.clamped},
 				  {"timer_jitter_p99_wall_ns", k.jitter_wall_ns},
 				  {"capacity_wall_bps", k.capacity_wall_bps},

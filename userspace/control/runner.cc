@@ -289,9 +289,8 @@ Status bring_up(ExperimentRun &r, double d)
 	auto dl = Dilation::make(d);
 	if (!dl)
 		return dl.error();
-	UpOptions uo;
+	UpOptions uo = r.up_opts;
 	uo.dilation = *dl;
-	uo.owned = true; // a run killed by SIGKILL leaves it up: the next run takes it down
 	QN_TRY(topo_up(r.topo, uo));
 	r.up = true;
 	r.d_now = d;
@@ -342,6 +341,23 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		k.base_rtt_max_ns = f->max_base_rtt_ns;
 		return ok_status();
 	};
+	// The experiment's own concurrency: every sender of the workload at once, 16 MB in all
+	// (at least 1 MB each). This is the load the engine, the switch programs and the veths
+	// carry together in the run; one pair alone leaves the per-host work of the loop and
+	// the other senders' kernel paths out. Each sender sends to the next host of the
+	// topology (a ring), so no receiver takes more than one sender's load: at the run's D
+	// no host receives more than its link rate, while an incast at D = 1 would overrun
+	// the receiver's socket (drops, retransmissions) in a way the dilated run never does.
+	std::vector<FlowSpec> conc;
+	std::set<std::string> seen;
+	for (const auto &f : c.flows) {
+		if (!seen.insert(f.src).second)
+			continue;
+		const size_t at = size_t(std::find(hosts.begin(), hosts.end(), f.src) - hosts.begin());
+		conc.push_back(FlowSpec{conc.size(), f.src, hosts[(at + 1) % hosts.size()], 0, 0, 100});
+	}
+	for (auto &f : conc)
+		f.size = std::max<uint64_t>(1'000'000, 16'000'000 / conc.size());
 	if (forced_d > 0) {
 		k.d = forced_d;
 	} else {
@@ -390,23 +406,6 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		if (!pair)
 			return pair.error();
 		k.capacity_pair_wall_bps = *pair;
-		// The experiment's own concurrency: every sender of the workload at once, 16 MB in all
-		// (at least 1 MB each). This is the load the engine, the switch programs and the veths
-		// carry together in the run; one pair alone leaves the per-host work of the loop and
-		// the other senders' kernel paths out. Each sender sends to the next host of the
-		// topology (a ring), so no receiver takes more than one sender's load: at the run's D
-		// no host receives more than its link rate, while an incast at D = 1 would overrun
-		// the receiver's socket (drops, retransmissions) in a way the dilated run never does.
-		std::vector<FlowSpec> conc;
-		std::set<std::string> seen;
-		for (const auto &f : c.flows) {
-			if (!seen.insert(f.src).second)
-				continue;
-			const size_t at = size_t(std::find(hosts.begin(), hosts.end(), f.src) - hosts.begin());
-			conc.push_back(FlowSpec{conc.size(), f.src, hosts[(at + 1) % hosts.size()], 0, 0, 100});
-		}
-		for (auto &f : conc)
-			f.size = std::max<uint64_t>(1'000'000, 16'000'000 / conc.size());
 		auto all = aggregate(conc);
 		if (!all)
 			return all.error();
@@ -421,8 +420,68 @@ Status calibrate(ExperimentRun &c, double forced_d)
 						  k.jitter_wall_ns, k.base_rtt_min_ns});
 		k.d = k.rule.d;
 	}
+	if (k.d_auto) {
+		// The paced check (calibration.h PacedTrial): the same senders at once, each to its
+		// own receiver at line rate, at the D chosen so far. While the check fails (the engine
+		// busy more than half the time, or a pass longer than half a frame time) D grows to
+		// what it asks for (three checks at most); after a failure and a pass, one check at
+		// their geometric mean, kept if it passes (a check at a D far too small overstates
+		// the need: a loop that falls behind never idles). D stays where the last passing
+		// check was; when none passed, at the last one's answer, unchecked (the run's own
+		// verdict and retries judge it).
+		auto check = [&](double d) -> Result<PacedTrial> {
+			c.hooks.phase("calibration: paced check at D=" + fmt(d, "%g"), 0);
+			QN_TRY(bring_up(c, d));
+			if (auto st = set_running_switches(c.name, {{"pfc", "on"}}); !st)
+				return st.error();
+			auto e = open_engine(c);
+			if (!e)
+				return e.error();
+			RunOptions ro;
+			ro.qp.cc.scheme = "none";
+			ro.stop = c.hooks.stop;
+			auto rep = run_flows(**e, conc, ro);
+			if (!rep)
+				return rep.error();
+			if (rep->interrupted)
+				return interrupted();
+			PacedTrial t;
+			t.d = d;
+			const double run_wall = double(rep->elapsed_ns) * d;
+			t.busy_frac = run_wall > 0 ? double(rep->health.busy_wall_ns) / run_wall : 0.0;
+			t.pass_p90_wall_ns = rep->health.pass_p90_wall_ns;
+			t.frame_wall_ns = uint64_t(double(tp::serialization_ns(uint64_t{k.mtu} + QN_ETH_HLEN + QN_WIRE_OVERHEAD, k.host_rate_bps)) * d);
+			t.need = paced_dilation(t);
+			k.paced.push_back(t);
+			return t;
+		};
+		double failed = 0, passed = 0, d = k.d;
+		for (int i = 0; i < 3 && passed == 0; i++) {
+			auto t = check(d);
+			if (!t)
+				return t.error();
+			if (t->need <= d)
+				passed = d;
+			else
+				failed = d, d = t->need;
+		}
+		if (passed > 0 && failed > 0) {
+			const double mid = std::ceil(std::sqrt(failed * passed) / 10) * 10;
+			if (mid > failed && mid < passed) {
+				auto t = check(mid);
+				if (!t)
+					return t.error();
+				if (t->need <= mid)
+					passed = mid;
+			}
+		}
+		k.d = passed > 0 ? passed : d;
+		if (c.d_now != k.d)
+			QN_TRY(bring_up(c, k.d));
+	}
 	c.hooks.phase("calibration: base RTT and link rate at D=" + fmt(k.d, "%g"), 0);
-	QN_TRY(bring_up(c, k.d));
+	if (!k.d_auto)
+		QN_TRY(bring_up(c, k.d));
 	if (auto st = set_running_switches(c.name, {{"pfc", "on"}}); !st)
 		return st.error();
 	auto e = open_engine(c);
@@ -467,6 +526,33 @@ Status calibrate(ExperimentRun &c, double forced_d)
 			k.link_rate_ratio = double(r.standalone_ns) / double(r.fct_ns);
 	}
 	return ok_status();
+}
+
+Result<Calibration> up_calibrated(const Topology &t, const UpOptions &base, const RunHooks &hooks)
+{
+	ExperimentRun c;
+	c.topo = t;
+	c.name = t.name;
+	c.up_opts = base;
+	c.hooks = hooks;
+	std::vector<std::string> hosts;
+	for (const auto &n : t.nodes) {
+		if (n.kind != NodeKind::Host)
+			continue;
+		if (is_rxe_stack(n.stack))
+			return make_error(t.source + ": --dilation auto: host " + n.name +
+					  " runs rdma_rxe, which the engine does not serve; calibrate without it or give D");
+		hosts.push_back(n.name);
+	}
+	if (hosts.size() < 2)
+		return make_error(t.source + ": --dilation auto needs at least two hosts");
+	for (size_t i = 0; i < hosts.size(); i++)
+		c.flows.push_back(FlowSpec{i, hosts[i], hosts[(i + 1) % hosts.size()], 1'000'000, 0, 100});
+	if (auto st = calibrate(c, 0); !st) {
+		take_down(c);
+		return st.error();
+	}
+	return c.cal;
 }
 
 // ---------------------------------------------------------------------------------------------

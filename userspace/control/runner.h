@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "control/bringup.h"
 #include "control/calibration.h"
 #include "control/experiment.h"
 #include "control/stats.h"
@@ -124,6 +125,11 @@ struct ExperimentRun {
 	tp::EngineOptions eo;
 	RunHooks hooks;
 	bool up = false;
+	UpOptions up_opts = [] {
+		UpOptions o;
+		o.owned = true; // a run killed by SIGKILL leaves it up: the next run takes it down
+		return o;
+	}();                               // how bring_up brings the topology up (its D aside)
 	double d_now = 0;                  // the D the topology runs at
 	Calibration cal;
 	std::vector<tp::FlowSpec> flows;
@@ -142,6 +148,12 @@ Status bring_up(ExperimentRun &r, double d);
 void take_down(ExperimentRun &r);
 // Measure and choose D (forced_d > 0: that D, no capacity measurement).
 Status calibrate(ExperimentRun &r, double forced_d);
+// `quench topo up --dilation auto`: bring `t` up at the D calibrate() chooses for every host of
+// the topology sending at once at line rate, each to the next host (its capacity at D = 1, the
+// D rule, the paced checks); the topology stays up at that D, brought up with `base` (its
+// dilation aside). Errors: fewer than two hosts, a host the engine does not serve (rxe), a
+// failed measurement (the topology is then taken down).
+Result<Calibration> up_calibrated(const Topology &t, const UpOptions &base, const RunHooks &hooks);
 // One attempt of one scheme at the running D.
 Result<SchemeResult> run_scheme(ExperimentRun &r, const std::string &scheme, size_t idx);
 // Attempts until one is VALID (DESIGN.md §5): a CPU-bound attempt at an auto D is retried at

@@ -268,6 +268,7 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	j["stalls"] = rep.health.stalls;
 	j["kicks"] = {{"send_calls", rep.health.syscall_kicks}, {"carrying_frames", rep.health.kicks},
 		      {"tx_held", rep.health.tx_held}};
+	j["busy_wall_ns"] = rep.health.busy_wall_ns;
 	j["stall_threshold_wall_ns"] = rep.health.stall_threshold_wall_ns;
 	j["flows_done"] = s.done;
 	j["content_errors"] = s.bad;

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/bench.h"
 #include "bench/bench_rxe.h"
 #include "bench/bench_transport.h"
@@ -18,6 +20,7 @@
 #include "control/bringup.h"
 #include "control/exec.h"
 #include "control/experiment.h"
+#include "control/runner.h"
 #include "control/rxe_host.h"
 #include "control/stats.h"
 #include "control/swcfg.h"
@@ -47,7 +50,7 @@ struct Args {
 	qn::Params params;
 	std::string name;
 	double dilation = 1.0;
-	bool dilation_given = false;
+	bool dilation_auto = false;   // topo up --dilation auto
 	bool all = false;
 	bool no_steering = false;
 	bool no_cables = false;
@@ -108,7 +111,23 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 	params(up);
 	name(up);
 	preset(up);
-	qn::cli::number(*up, "--dilation", a.dilation, 1, 10000, "time dilation D");
+	up->add_option_function<std::string>(
+		   "--dilation",
+		   [&a](const std::string &v) {
+			   if (v == "auto") {
+				   a.dilation_auto = true;
+				   return;
+			   }
+			   char *end = nullptr;
+			   const double d = std::strtod(v.c_str(), &end);
+			   if (v.empty() || *end || !(d >= 1 && d <= qn::kMaxDilation))
+				   throw CLI::ValidationError("--dilation", "'" + v + "' is not auto or a number in [1, 10000]");
+			   a.dilation = d;
+		   },
+		   "time dilation D, or auto: measured for every host sending at once (docs/experiments.md \"Dilation and calibration\")")
+		->type_name("D|auto");
+	up->add_option("--format", a.format, "text (default) or json: what came up, its D and, with --dilation auto, the calibration")
+		->check(CLI::IsMember({"text", "json"}));
 	up->add_flag("--no-steering", a.no_steering, "no XDP steering on host ports");
 	up->add_flag("--no-cables", a.no_cables, "delayed switch links become plain veths");
 	CLI::App *down = topo->add_subcommand("down", "remove what `topo up` made");
@@ -184,7 +203,6 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 		a.pos.push_back(c->get_name());
 	}
 	a.pos.insert(a.pos.end(), rest.begin(), rest.end());
-	a.dilation_given = up->count("--dilation") > 0;
 	return -1;
 }
 
@@ -282,14 +300,44 @@ int cmd_topo(const Args &a)
 			std::fprintf(stderr, "topo up: this kernel's rdma_rxe works only in the initial namespace: %d rxe "
 					     "host(s) put there (stack=rxe-initns, docs/agent.md)\n", moved);
 		auto start = std::chrono::steady_clock::now();
-		auto s = qn::topo_up(*t, o);
-		if (!s.ok())
+		nlohmann::ordered_json cal_json;
+		if (a.dilation_auto) {
+			qn::RunHooks hooks;
+			hooks.phase = [](const std::string &what, double) { std::fprintf(stderr, "topo up: %s\n", what.c_str()); };
+			auto cal = qn::up_calibrated(*t, o, hooks);
+			if (!cal)
+				return fail("topo up " + t->name + " --dilation auto: " + cal.error().to_string());
+			const auto &k = *cal;
+			std::fprintf(stderr, "topo up: D rule %g (capacity %.2f Gbit/s wall at D=1 with %zu senders, offered %.1f Gbit/s; timer %.1f)\n",
+				     k.rule.d, k.capacity_wall_bps / 1e9, k.capacity_senders, k.offered_bps / 1e9, k.rule.d_timer);
+			for (const auto &p : k.paced)
+				std::fprintf(stderr, "topo up: paced check at D=%g: engine busy %.1f%%, passes p90 %.2f frame times; needs D=%g\n",
+					     p.d, 100 * p.busy_frac,
+					     p.frame_wall_ns ? double(p.pass_p90_wall_ns) / double(p.frame_wall_ns) : 0.0, p.need);
+			*d = *qn::Dilation::make(k.d);
+			cal_json = {{"capacity_wall_bps", k.capacity_wall_bps}, {"capacity_senders", k.capacity_senders},
+				    {"offered_bps", k.offered_bps}, {"dilation_rule", k.rule.d}, {"dilation_timer", k.rule.d_timer},
+				    {"paced", nlohmann::ordered_json::array()}};
+			for (const auto &p : k.paced)
+				cal_json["paced"].push_back({{"d", p.d}, {"busy_frac", p.busy_frac}, {"pass_p90_wall_ns", p.pass_p90_wall_ns},
+							     {"frame_wall_ns", p.frame_wall_ns}, {"need", p.need}});
+		} else if (auto s = qn::topo_up(*t, o); !s.ok()) {
 			return fail("topo up " + t->name + ": " + s.error().to_string() +
 				    "\n(partial state stays until `quench topo down " + a.pos[2] + "`)");
+		}
 		double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 		size_t hosts = 0, switches = 0;
 		for (const auto &n : t->nodes)
 			(n.kind == qn::NodeKind::Host ? hosts : switches)++;
+		if (a.format == "json") {
+			nlohmann::ordered_json j{{"topology", t->name}, {"hosts", hosts}, {"switches", switches},
+						 {"links", t->links.size()}, {"dilation", d->factor()},
+						 {"dilation_auto", a.dilation_auto}, {"seconds", secs}};
+			if (a.dilation_auto)
+				j["calibration"] = cal_json;
+			std::printf("%s\n", j.dump().c_str());
+			return 0;
+		}
 		std::printf("topology %s up: %zu hosts, %zu switches, %zu links, dilation %g, %.2f s\n", t->name.c_str(),
 			    hosts, switches, t->links.size(), d->factor(), secs);
 		return 0;

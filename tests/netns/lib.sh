@@ -125,6 +125,17 @@ engine_bg() {
 	fail "engine did not start: $(cat "$WORK/$label.out")"
 }
 
+# up_auto FILE [topo up options]: bring FILE up at the D this machine needs for it (`topo up
+# --dilation auto`: every host at line rate at once, docs/experiments.md "Dilation and
+# calibration"), not at a constant D. Sets D (an integer); prints the paced checks.
+up_auto() {
+	local j
+	j=$("$QUENCH" topo up "$@" --dilation auto --format json 2>"$WORK/up_auto.txt") ||
+		fail "topo up --dilation auto: $(tail -3 "$WORK/up_auto.txt")"
+	D=$(jq '.dilation | ceil' <<<"$j")
+	echo "topo up --dilation auto: D=$D ($(jq -c '[.calibration.paced[] | {d, busy: (.busy_frac * 1000 | round / 1000), pass_frames: (.pass_p90_wall_ns / .frame_wall_ns * 100 | round / 100)}]' <<<"$j"))"
+}
+
 # holds EXPR: a comparison of numbers evaluated by jq, e.g. holds "$mean >= 9.0"; exit 0 when
 # true (results are read from JSON with jq; no awk re-derives them).
 holds() { jq -en "$1" >/dev/null; }

@@ -17,9 +17,10 @@
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 
-D=200
+# D is measured for each fabric (`topo up --dilation auto`), not a constant: at D=200 the 8:1
+# incasts lost 5-50% of their senders' backlogged arrival time on this machine (2026-11-27).
 topo=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")
-"$QUENCH" topo up "$topo" --param N=9 --dilation "$D" >/dev/null
+up_auto "$topo" --param N=9
 # Results are read from JSON (gen --format json, switch stats --format json) and the analyses
 # come from `quench analyze` (transport/metrics.h, unit-tested); the text goes to stderr.
 gen() { "$QUENCH" gen "$TOPO_NAME" --format json "$@" 2>"$WORK/gen.txt"; }
@@ -216,18 +217,24 @@ fi
 
 # 4. fairness: two long flows through the dumbbell's bottleneck, the second 5 ms later.
 dumb=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/dumbbell.topo")")
-"$QUENCH" topo up "$dumb" --dilation 100 >/dev/null
+up_auto "$dumb"
+FD=$D
 # Marks decided at dequeue on s1's bottleneck port cross the s1-s2 cable (the engine's delay
 # line) and are applied by s2's ingress: the receiver sees every one (exact; PFC on).
 ce_all() { "$QUENCH" switch stats "$TOPO_NAME/s1" "$TOPO_NAME/s2" --format json | jq '[.switches[].ports[].counters.ecn_marked] | add'; }
 for sw in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$sw" pfc=on ecn_at=dequeue kmin=4096 kmax=50000 >/dev/null; done
-ce0=$(ce_all)
-out=$(gen --pattern long --senders h1,h2 --dst h3 --size 1MB --cc dcqcn $derived) ||
-	fail "dequeue marks across the cable: $out"
-ce_dq=$(($(ce_all) - ce0))
-ce_rx=$(counter host.ce_rx "$out")
-echo "dequeue marks on the dumbbell: the switches decided $ce_dq, h3 saw $ce_rx CE packets"
-[ "$ce_dq" -gt 0 ] || fail "the dumbbell's switches decided no mark at dequeue"
+# The precondition is a queue at s1: two 1 MB flows into one 10 Gbit/s link build one only when
+# their line-rate starts overlap, so a run with no mark decided is repeated (three attempts).
+for attempt in 1 2 3; do
+	ce0=$(ce_all)
+	out=$(gen --pattern long --senders h1,h2 --dst h3 --size 1MB --cc dcqcn $derived) ||
+		fail "dequeue marks across the cable: $out"
+	ce_dq=$(($(ce_all) - ce0))
+	ce_rx=$(counter host.ce_rx "$out")
+	echo "dequeue marks on the dumbbell, attempt $attempt: the switches decided $ce_dq, h3 saw $ce_rx CE packets"
+	[ "$ce_dq" -eq 0 ] || break
+done
+[ "$ce_dq" -gt 0 ] || fail "the dumbbell's switches decided no mark at dequeue in three attempts"
 [ "$ce_rx" -eq "$ce_dq" ] || fail "the dumbbell's switches decided $ce_dq marks at dequeue, h3 saw $ce_rx ($(jq -c .hosts <<<"$out"))"
 # The fairness run: the paper's parameters and switch settings (RED 5 KB / 200 KB at enqueue).
 for sw in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$sw" ecn_at=enqueue kmin=5000 kmax=200000 >/dev/null; done
@@ -238,9 +245,9 @@ for sw in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$sw" ecn_at=enqueue kmin=50
 # window that starts three in a row with Jain >= 0.95; the mean of the per-window Jain index runs
 # from there to the first completion (quench analyze trace).
 # An INVALID attempt is retried at 1.5 x the D of the one before (the dumbbell brought up again
-# at that D with the same settings; at D=100 about one attempt in three kept a link backlogged
-# only 97-98.5% of its time).
-jains="" convs="" fair_valid=0 fd=100 raise=""
+# at that D with the same settings; at a fixed D=100 about one attempt in three kept a link
+# backlogged only 97-98.5% of its time).
+jains="" convs="" fair_valid=0 fd=$FD raise=""
 for attempt in 1 2 3 4 5 6; do
 	if [ "$attempt" -gt 1 ] && [ -n "$raise" ]; then
 		fd=$(((fd * 3 / 2 + 9) / 10 * 10))

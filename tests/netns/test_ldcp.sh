@@ -23,7 +23,7 @@ source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 command -v jq >/dev/null || skip "missing jq"
 
-D=200
+# D: measured for each fabric (up_auto), not a constant
 FRAME=2062
 L=16
 K=4096
@@ -48,8 +48,7 @@ run() {
 c() { jq ".counters[\"$1\"]" <<<"$OUT"; }
 
 # ---- (1) and (2): the 10 Gbit/s star with a 16-frame buffer
-"$QUENCH" topo up "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" \
-	--param N=25 --dilation "$D" >/dev/null
+up_auto "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" --param N=25
 "$QUENCH" switch set "$TOPO_NAME/tor" ecn=on ecn_at=dequeue kmin=$K kmax=9172 pmax=1 buffer=$((L * FRAME)) alpha=1000 >/dev/null
 
 run --pattern incast --senders 1 --size 2004 --count 1
@@ -95,8 +94,7 @@ echo "L5, floor one packet: tail drops $tail5, timeouts $(c qp.timeouts)"
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 
 # ---- (3): the long-10g star, stable stage
-"$QUENCH" topo up "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" \
-	--preset long-10g --param N=9 --dilation "$D" >/dev/null
+up_auto "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" --preset long-10g --param N=9
 MODEL=$("$QUENCH" model --senders 8 --rate 10Gbps --delay 10us --duration 20ms --from 2ms --cc ldcp --derived)
 QSTAR=$(sed -n 's/.*q\* .*N=8 \([0-9]*\) B.*/\1/p' <<<"$MODEL")
 MQ=$(sed -n 's/^queue from [^:]*: mean \([0-9]*\) B.*/\1/p' <<<"$MODEL")

@@ -30,13 +30,11 @@ source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 command -v jq >/dev/null || skip "missing jq"
 
-D=200
 C=10000000000
 FRAME=2062
 HOP=10000
 TRIALS=${QN_PBFS_TRIALS:-5}
-"$QUENCH" topo up "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" \
-	--preset long-10g --param N=9 --dilation "$D" >/dev/null
+up_auto "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" --preset long-10g --param N=9 # sets D
 sw() { "$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq "[.switches[].ports[] | .counters[\"$1\"]] | add"; }
 # sw_run COUNTER: the switch's counter over gen_valid's VALID attempt only (an INVALID attempt
 # before it counts too in a snapshot taken before gen_valid: seen in CI, 48 PBT packets for the

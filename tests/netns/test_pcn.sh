@@ -33,7 +33,7 @@ source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 command -v jq >/dev/null || skip "missing jq"
 
-D=200
+# D: measured for each fabric (up_auto), not a constant
 # F0's max-min share, 5 Gbit/s on the wire, as goodput: a full frame (MTU 2048) carries 2004 B
 # of payload in 2086 B on the wire (frame, preamble, gap, FCS)
 SHARE=$((5000000000 * 2004 / 2086))
@@ -48,8 +48,7 @@ cat >"$FLOWS" <<'EOF'
 2 7 3 100 4000000 0
 EOF
 
-"$QUENCH" topo up "$(dirname "$0")/../../netns/victim.topo" --name "$TOPO_NAME" --dilation "$D" \
-	--param UPSTREAM=30Gbps --param F0=5Gbps >/dev/null
+up_auto "$(dirname "$0")/../../netns/victim.topo" --name "$TOPO_NAME" --param UPSTREAM=30Gbps --param F0=5Gbps
 # port COUNTER SWITCH PORT
 port() {
 	"$QUENCH" switch stats "$TOPO_NAME/$2" --format json |
@@ -107,8 +106,7 @@ echo "victim: F0 under PCN $PCN_GP bit/s (marked $PCN_MK at the paused port); NP
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 
 # ---- part 2: one-loop decrease
-"$QUENCH" topo up "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" \
-	--param N=17 --dilation "$D" >/dev/null
+up_auto "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" --param N=17
 T=50000
 # burst SCHEME ARGS...: one VALID run with traces. Sets OUT (gen's JSON), RTT (base RTT, ns), SUMS
 # ("first-cut sum@T+RTT sum@2T+RTT": the senders' summed rate from the trace).

@@ -36,7 +36,6 @@ RATE=10000000000
 RTF=$((RATE / 8 * 20 / 1000000 + 2062 + 24 + 90 + 24))
 RED="ecn=on ecn_at=dequeue kmin=4096 kmax=50000 pmax=0.01"
 
-D=200
 STAR=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")
 # star_at D: the star (re)brought up at dilation D with the RED settings and $STAR_SET
 STAR_SET=""
@@ -47,7 +46,10 @@ star_at() {
 	"$QUENCH" switch set "$TOPO_NAME/tor" $RED $STAR_SET >/dev/null
 	STAR_D=$1
 }
-star_at "$D"
+# D measured for the star (`topo up --dilation auto`), not a constant
+up_auto "$STAR" --preset long-10g --param N=25
+"$QUENCH" switch set "$TOPO_NAME/tor" $RED >/dev/null
+STAR_D=$D
 PIN=/sys/fs/bpf/quench/$TOPO_NAME/tor
 
 # counter NAME: a counter of the congested port tor-p1 (port 0) or of the switch, summed
@@ -57,8 +59,8 @@ ctr() { "$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq "[.switches[]
 # JSON), TXT (its text) and RUN ("PEAK BTS DROPS SWITCH_BTS"). Return: 0 when VALID. An INVALID
 # attempt is retried at 1.5 x the D of the one before, the star brought up again at that D (what
 # is checked is in fabric time, which D does not change; an attempt whose senders could not keep
-# the port backlogged at D = 200 was seen once in CI-like runs with N = 24, on a quiet machine);
-# the star goes back to D = 200 afterwards.
+# the port backlogged at a fixed D = 200 was seen once in CI-like runs with N = 24, on a quiet
+# machine); the star goes back to the calibrated D afterwards.
 emulate() {
 	local scheme=$1 n=$2
 	shift 2

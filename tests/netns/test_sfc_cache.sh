@@ -55,8 +55,8 @@ p50() { sed -n "s/^loop delay bts origin $1: n [0-9]* p50 \([0-9.]*\) us.*/\1/p"
 nsamples() { sed -n "s/^loop delay bts origin $1: n \([0-9]*\) .*/\1/p" <<<"$TXT"; }
 
 # ---- (1) and (2): the leaf-spine ----
-"$QUENCH" topo up "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/leafspine.topo")")" \
-	--param FABRIC=80Gbps --param FABRIC_DELAY=5us --dilation 200 >/dev/null
+up_auto "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/leafspine.topo")")" \
+	--param FABRIC=80Gbps --param FABRIC_DELAY=5us # D measured, not a constant
 SWITCHES="leaf1 leaf2 leaf3 leaf4 spine1 spine2"
 # The congested port: leaf1's port toward h1
 CPORT=leaf1/leaf1-p1
@@ -191,8 +191,8 @@ echo "SFC-P off: $sent2 PAUSE requests, $lines2 sent, h2 received $pfcrx2 PFC fr
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 
 # ---- (4): fairness on the long-10g star ----
-"$QUENCH" topo up "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" --param N=5 \
-	--preset long-10g --dilation 200 >/dev/null
+up_auto "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")" --param N=5 \
+	--preset long-10g
 for attempt in 1 2 3; do
 	OUT=$("$QUENCH" gen "$TOPO_NAME" --pattern long --senders h2,h3,h4,h5 --dst h1 --size 12MB --interval 2ms \
 		--cc dcqcn+w/sfc:lossy --mode sr --trace 4 --trace-out "$WORK/fair.csv" --format json 2>"$WORK/gen.txt") ||

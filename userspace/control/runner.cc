@@ -424,11 +424,12 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		// The paced check (calibration.h PacedTrial): the same senders at once, each to its
 		// own receiver at line rate, at the D chosen so far. While the check fails (the engine
 		// busy more than half the time, or a pass longer than half a frame time) D grows to
-		// what it asks for (three checks at most); after a failure and a pass, one check at
-		// their geometric mean, kept if it passes (a check at a D far too small overstates
-		// the need: a loop that falls behind never idles). D stays where the last passing
-		// check was; when none passed, at the last one's answer, unchecked (the run's own
-		// verdict and retries judge it).
+		// what it asks for, at most 4x per check (three checks at most): a check at a D far
+		// too small overstates the need (a loop that falls behind never idles and its passes
+		// carry a backlog). After a failure and a pass, two checks bisect between them
+		// (geometric means), each kept if it passes. D is the smallest D a check passed; when
+		// none passed, the last one's answer, unchecked (the run's own verdict and retries
+		// judge it).
 		auto check = [&](double d) -> Result<PacedTrial> {
 			c.hooks.phase("calibration: paced check at D=" + fmt(d, "%g"), 0);
 			QN_TRY(bring_up(c, d));
@@ -463,17 +464,19 @@ Status calibrate(ExperimentRun &c, double forced_d)
 			if (t->need <= d)
 				passed = d;
 			else
-				failed = d, d = t->need;
+				failed = d, d = std::min({t->need, 4 * d, kMaxDilation});
 		}
-		if (passed > 0 && failed > 0) {
+		for (int i = 0; i < 2 && passed > 0 && failed > 0; i++) {
 			const double mid = std::ceil(std::sqrt(failed * passed) / 10) * 10;
-			if (mid > failed && mid < passed) {
-				auto t = check(mid);
-				if (!t)
-					return t.error();
-				if (t->need <= mid)
-					passed = mid;
-			}
+			if (mid <= failed || mid >= passed)
+				break;
+			auto t = check(mid);
+			if (!t)
+				return t.error();
+			if (t->need <= mid)
+				passed = mid;
+			else
+				failed = mid;
 		}
 		k.d = passed > 0 ? passed : d;
 		if (c.d_now != k.d)

@@ -338,6 +338,19 @@ uint64_t Engine::next_deadline(uint64_t now)
 	return d;
 }
 
+void Engine::end_long_streak()
+{
+	if (!long_streak_)
+		return;
+	if (long_streak_ <= 2) { // a stop inside a pass (and the pass that caught up after it)
+		pass_stops_++;
+		stalled_.add(clock_.to_fabric(streak_from_), clock_.to_fabric(streak_to_));
+	} else {
+		overload_passes_ += long_streak_;
+	}
+	long_streak_ = 0;
+}
+
 void Engine::sleep_until_wall(uint64_t wall_deadline)
 {
 	auto *ring = static_cast<io_uring *>(ring_);
@@ -452,16 +465,29 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 		}
 		const uint64_t sent0 = frames_sent_, rcvd0 = frames_rcvd_;
 		const uint64_t d = std::min(step(now, tick), until_ns);
+		if (!io_)
+			break; // a fake clock does not move by itself: the caller steps it
+		const uint64_t w2 = mono_wall_ns();
+		const uint64_t pass = w2 - wall;
 		if (frames_sent_ != sent0 || frames_rcvd_ != rcvd0) {
-			const uint64_t pass = mono_wall_ns() - wall;
 			busy_wall_ns_ += pass;
+			moved_passes_++;
 			if (frames_sent_ != sent0)
 				pass_wall_.add(pass);
 		}
-		if (!io_)
-			break; // a fake clock does not move by itself: the caller steps it
+		// This iteration from when it should have begun (a sleep that woke late, or the end of
+		// the last pass) to the end of its pass: longer than a frame time, the engine's CPU
+		// did not serve the links for that long.
+		const uint64_t began = expect_wall_ && expect_wall_ < wall ? expect_wall_ : wall;
+		if (long_pass_wall_ns_ && w2 - began > long_pass_wall_ns_) {
+			if (!long_streak_)
+				streak_from_ = began;
+			long_streak_++;
+			streak_to_ = w2;
+		} else {
+			end_long_streak();
+		}
 		uint64_t dw = clock_.to_wall(d);
-		uint64_t w2 = mono_wall_ns();
 		if (!opt_.busy_poll && dw > w2 + opt_.spin_wall_ns) {
 			// Sleep in short slices, waking a spin margin before the deadline.
 			uint64_t target = std::min(dw - opt_.spin_wall_ns, w2 + opt_.max_sleep_wall_ns);
@@ -471,6 +497,7 @@ void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
 			expect_wall_ = mono_wall_ns();
 		}
 	}
+	end_long_streak();
 }
 
 } // namespace qn::tp

@@ -186,13 +186,17 @@ struct SwitchLink {
 	bool departures = false;
 	uint64_t backlogged_ns = 0;         // serialization time of backlogged frames
 	uint64_t lost_ns = 0;               // lateness beyond one frame
+	uint64_t lost_stalled_ns = 0;       // of it, inside stops of the engine (Health::pass_stops,
+					    // loop stalls): flows are tagged by those; not link time the
+					    // engine's pace lost, so left out of the kept figures
 	uint64_t frames = 0, late_frames = 0;
 	uint64_t windows = 0, fast_windows = 0; // windows of 8 backlogged frames; of them faster
 					    // than line rate plus one frame
 	uint64_t events_lost = 0;           // lost periods the ring could not take
 	double efficiency() const
 	{
-		return backlogged_ns ? double(backlogged_ns) / double(backlogged_ns + lost_ns) : 1.0;
+		const uint64_t lost = lost_ns - std::min(lost_ns, lost_stalled_ns);
+		return backlogged_ns ? double(backlogged_ns) / double(backlogged_ns + lost) : 1.0;
 	}
 	double fast_frac() const { return windows ? double(fast_windows) / double(windows) : 0.0; }
 };
@@ -209,6 +213,12 @@ struct Health {
 	double link_efficiency = 1.0;       // min over backlogged hosts
 	std::string link_efficiency_host;   // the host with that minimum
 	uint64_t stalls = 0, stall_max_wall_ns = 0;
+	// Passes longer than one frame time at the switches' monitors (their credit, wall): one or
+	// two in a row are a stop of the engine's CPU inside a pass (preemption, which the stall
+	// check between passes cannot see) and become stall periods like loop stalls; runs of three
+	// or more are the engine not keeping the pace, and their lost link time stays counted.
+	uint64_t pass_stops = 0, overload_passes = 0, moved_passes = 0;
+	uint64_t long_pass_wall_ns = 0;
 	uint64_t stall_threshold_wall_ns = 0;
 	uint64_t xsk_drops = 0, softnet_drops = 0, time_squeeze = 0, veth_drops = 0;
 	uint64_t tx_held = 0;               // kicks after which the kernel held back TX frames
@@ -426,6 +436,8 @@ private:
 		std::vector<int> peer_host;   // per port_no: index into hosts_ of the host it faces, -1
 		std::vector<std::string> port_name;
 		Engine *engine = nullptr;
+		std::vector<IntervalSet> lost_at; // per port_no * 2 + direction: the lost periods posted
+						  // since health_begin (engine fabric ns)
 	};
 	struct Cable {
 		std::string name;
@@ -538,6 +550,10 @@ private:
 	uint64_t next_fid_poll_ = 0;        // wall ns
 	uint64_t late_bound_ns_ = 0;        // a send later than this is an affected period (fabric)
 	uint64_t stalls_ = 0, stall_max_ = 0, iters_ = 0, sleeps_ = 0;
+	uint64_t long_pass_wall_ns_ = 0;    // Health::long_pass_wall_ns (0: no monitored host)
+	uint64_t long_streak_ = 0, streak_from_ = 0, streak_to_ = 0; // the current run of long passes (wall)
+	uint64_t pass_stops_ = 0, overload_passes_ = 0, moved_passes_ = 0;
+	void end_long_streak();
 	uint64_t stall_thr_wall_ = 0;
 	uint64_t expect_wall_ = 0;
 	// Kernel and socket counters summed over hosts and cables; health() reports the change

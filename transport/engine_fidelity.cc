@@ -38,6 +38,7 @@ Status Engine::open_switch_monitors()
 		m->name = md.name;
 		m->engine = this;
 		m->peer_host.assign(QN_MAX_PORTS, -1);
+		m->lost_at.assign(2 * QN_MAX_PORTS, IntervalSet());
 		m->port_name.assign(QN_MAX_PORTS, "");
 		m->map_len = fid_map_len();
 		void *mem = mmap(nullptr, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds->ports, 0);
@@ -92,6 +93,9 @@ void Engine::reset_switch_monitors()
 {
 	poll_switch_monitors();
 	sw_lost_all_.clear();
+	for (auto &m : swmons_)
+		for (auto &s : m->lost_at)
+			s.clear();
 	Health h;
 	switch_monitor_health(h, false);
 	sw_base_ = std::move(h.switch_links);
@@ -115,6 +119,7 @@ int Engine::on_fid_event(void *ctx, void *data, size_t len)
 		return 0;
 	const uint64_t from = e.clock_.to_fabric(ev.from_ns), to = e.clock_.to_fabric(ev.to_ns);
 	const int h = m->peer_host[ev.port_no];
+	m->lost_at[ev.port_no * 2 + (ev.dir & 1)].add(from, to);
 	if (h >= 0)
 		e.hosts_[size_t(h)]->affected.add(from, to); // its link, either direction
 	else
@@ -158,6 +163,10 @@ void Engine::switch_monitor_health(Health &r, bool since_begin) const
 						continue;
 					l.backlogged_ns = uint64_t(double(l.backlogged_ns) / d);
 					l.lost_ns = uint64_t(double(l.lost_ns) / d);
+					uint64_t in_stalls = 0;
+					for (const auto &[from, to] : m->lost_at[size_t(i) * 2 + size_t(dir)].intervals())
+						in_stalls += stalled_.covered(from, to);
+					l.lost_stalled_ns = std::min(l.lost_ns, in_stalls);
 				}
 				r.switch_links.push_back(l);
 			}

@@ -63,7 +63,9 @@ std::string Health::to_text() const
 	  << late_count << " sends), link efficiency " << link_efficiency
 	  << (link_efficiency_host.empty() ? "" : " (" + link_efficiency_host + ")") << "\n"
 	  << "  stalls " << stalls << " (threshold " << stall_threshold_wall_ns << " ns wall, max "
-	  << stall_max_wall_ns << " ns)\n"
+	  << stall_max_wall_ns << " ns); passes longer than a frame time (" << long_pass_wall_ns
+	  << " ns wall): " << pass_stops << " stops (1-2 in a row), " << overload_passes
+	  << " in longer runs (the engine behind), of " << moved_passes << " passes that moved frames\n"
 	  << "  xsk drops " << xsk_drops << ", tx held " << tx_held << ", tx frames exhausted " << tx_no_frame
 	  << ", softnet drops " << softnet_drops
 	  << ", time_squeeze " << time_squeeze << ", veth drops " << veth_drops << "\n"
@@ -84,10 +86,11 @@ std::string Health::to_text() const
 		o << b;
 		for (const SwitchLink &l : switch_links) {
 			std::snprintf(b, sizeof(b),
-				      "    %-16s %-10s backlogged %llu ns, lost %llu ns (%.2f%%), frames %llu (late %llu), "
+				      "    %-16s %-10s backlogged %llu ns, lost %llu ns (in engine stops %llu; %.2f%% not), frames %llu (late %llu), "
 				      "windows %llu (fast %llu)\n",
 				      l.port.c_str(), l.departures ? "departures" : "arrivals",
 				      static_cast<unsigned long long>(l.backlogged_ns), static_cast<unsigned long long>(l.lost_ns),
+				      static_cast<unsigned long long>(l.lost_stalled_ns),
 				      100 * (1 - l.efficiency()), static_cast<unsigned long long>(l.frames),
 				      static_cast<unsigned long long>(l.late_frames), static_cast<unsigned long long>(l.windows),
 				      static_cast<unsigned long long>(l.fast_windows));
@@ -200,6 +203,12 @@ Status Engine::health_begin()
 	kick_wall_ = Histogram();
 	pass_wall_ = Histogram();
 	stalls_ = stall_max_ = iters_ = sleeps_ = busy_wall_ns_ = 0;
+	pass_stops_ = overload_passes_ = moved_passes_ = long_streak_ = 0;
+	long_pass_wall_ns_ = 0;
+	for (const auto &h : hosts_) // the shortest credit of a monitored host link
+		if (h->fid && h->fid->credit_wall_ns &&
+		    (!long_pass_wall_ns_ || h->fid->credit_wall_ns < long_pass_wall_ns_))
+			long_pass_wall_ns_ = h->fid->credit_wall_ns;
 	for (auto &h : hosts_) {
 		h->ser_ns = h->lost_ns = 0;
 		h->affected.clear();
@@ -223,7 +232,7 @@ Health Engine::health()
 		for (const SwitchLink &l : r.switch_links) {
 			const int d = l.departures ? 1 : 0;
 			bl[d] += l.backlogged_ns;
-			lost[d] += l.lost_ns;
+			lost[d] += l.lost_ns - std::min(l.lost_ns, l.lost_stalled_ns);
 			win += l.windows;
 			fast += l.fast_windows;
 			r.sw_events_lost += l.events_lost;
@@ -257,6 +266,10 @@ Health Engine::health()
 		}
 	}
 	r.stalls = stalls_;
+	r.pass_stops = pass_stops_;
+	r.overload_passes = overload_passes_;
+	r.moved_passes = moved_passes_;
+	r.long_pass_wall_ns = long_pass_wall_ns_;
 	r.stall_max_wall_ns = stall_max_;
 	r.stall_threshold_wall_ns = stall_thr_wall_;
 	r.loop_iters = iters_;

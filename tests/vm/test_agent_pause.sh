@@ -251,6 +251,17 @@ b0=$(sw sfc_bts_queue)
 agent swbts --cc none/sfc
 BW_OPTS="-D 3 -s 65536 -t 8 --tclass=104"
 write_bw swbts
+# The agent reads its per-QP counts when it stops: stop it only once the switch has stopped
+# sending BTS (its counter unchanged over 0.5 s, within 10 s), so that a BTS still on its way
+# when ib_write_bw returned is counted on both sides (CI, 2026-11-28: the switch counted 2277,
+# the agent, stopped at once, 2276).
+last=-1
+for _ in $(seq 20); do
+	now=$(sw sfc_bts_queue)
+	[ "$now" = "$last" ] && break
+	last=$now
+	sleep 0.5
+done
 agent_stop swbts
 sent=$(($(sw sfc_bts_queue) - b0))
 read -r took paused <<<"$(sed -n 's/^agent: .* \([0-9]*\) BTS, BTS-paused \([0-9.]*\) ms$/\1 \2/p' "$WORK/swbts.agent")"

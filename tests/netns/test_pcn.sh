@@ -28,7 +28,7 @@
 #   start jitter, docs/pcn.md), the value at T + RTT reported; no pause begins later than
 #   2 (T + RTT) after the burst starts, and every PAUSE frame began a pause (no refresh);
 #   DCQCN (the spec's 10 Gbit/s values) in the same test: pauses > 0 (positive control), and its
-#   summed rate at the same instant is above C (the sum check can fail).
+#   summed rate 2T + RTT after its own first cut is above C (the sum check can fail).
 source "$(dirname "$0")/lib.sh"
 [ -z "${QN_IN_VM:-}" ] || skip "fabric dynamics need line-rate engines; not run under emulation (DESIGN.md §7)"
 command -v jq >/dev/null || skip "missing jq"
@@ -149,8 +149,11 @@ holds "$S2 <= 1e10" || fail "PCN: the senders' summed rate is $S2 bit/s at 2T + 
 burst dcqcn --cc dcqcn --cc-set rai=10Mbps --cc-set rhai=50Mbps --cc-set rmin=25Mbps --cc-set b=2500000
 read -r DFIRST _ _ <<<"$SUMS"
 D_PAUSES=$(jq '.counters["host.pfc_pauses"]' <<<"$OUT") D_LAST=$(jq '.counters["host.pfc_last_pause_at_ns"] - .t0_ns' <<<"$OUT")
-D_SUM=$(awk -F, -v x=$((FIRST + 2 * T + RTT)) -v C=1e10 'NR > 1 && $2 <= x { last[$1] = $3 } END { k = 0; for (i in last) { s += last[i]; k++ } printf "%.0f", s + (16 - k) * C }' "$WORK/dcqcn.trace")
-echo "DCQCN burst: first cut at $DFIRST ns; $D_PAUSES pauses, the last begun at $D_LAST ns; summed rate $D_SUM bit/s at PCN's 2T + RTT instant"
+# DCQCN's sum one loop budget (2T + RTT) after its own first cut, as PCN's is after its own: at
+# PCN's instant instead, the comparison moved with PCN's first cut (CI, 2026-11-28: PCN first cut
+# at 80.5 us, so DCQCN's instant fell after its senders' fourth halving, 16 x 625 Mbit/s = C)
+D_SUM=$(awk -F, -v x=$((DFIRST + 2 * T + RTT)) -v C=1e10 'NR > 1 && $2 <= x { last[$1] = $3 } END { k = 0; for (i in last) { s += last[i]; k++ } printf "%.0f", s + (16 - k) * C }' "$WORK/dcqcn.trace")
+echo "DCQCN burst: first cut at $DFIRST ns; $D_PAUSES pauses, the last begun at $D_LAST ns; summed rate $D_SUM bit/s at 2T + RTT after its first cut"
 [ "$D_PAUSES" -gt 0 ] || fail "DCQCN: no PAUSE in the burst (the positive control)"
-holds "$D_SUM > 1e10" || fail "DCQCN: summed rate $D_SUM bit/s <= C at the same instant: the sum check cannot tell the schemes apart"
+holds "$D_SUM > 1e10" || fail "DCQCN: summed rate $D_SUM bit/s <= C at 2T + RTT after its first cut: the sum check cannot tell the schemes apart"
 pass "victim F0 under PCN $PCN_GP bit/s, marked $PCN_MK at the paused port (NP-ECN off $OFF_MK, DCQCN $DC_MK); burst: PCN sums $S2 bit/s at 2T + RTT, its last pause began at $P_LAST ns; DCQCN $D_PAUSES pauses, the last at $D_LAST ns"

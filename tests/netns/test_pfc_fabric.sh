@@ -120,7 +120,7 @@ part2() {
 	# drops), so the verdict is printed and not a precondition. The headroom is 500 KB, 20 ms of
 	# the s1-s2 link's wall rate: the automatic one covers 6 ms of pause latency, and on this
 	# machine, whose CPUs stop for up to 14 ms, this run dropped 52-319 frames at s2 in eight of
-	# eight runs with it (s2 received up to 333 KB after XOFF; docs/switch.md "Headroom").
+	# eight runs with it (s2 received up to 333 KB after XOFF; docs/switch.md "PFC").
 	local topo out drops xoff
 	topo=$(write_topo "defaults rate=10Gbps mtu=2048 delay=1us buffer=12MB
 switch s1

@@ -92,6 +92,41 @@ TEST_CASE("paced_dilation__half_busy_and_half_a_frame_per_pass_at_most", "[runne
 	CHECK(paced_dilation(t) == 100);
 }
 
+TEST_CASE("paced_search__grows_at_most_4x_then_bisects_to_the_smallest_passing_d", "[runner]")
+{
+	// a machine whose checks pass from D = 330 up; a failing check asks for 10x its D
+	std::vector<double> tried;
+	auto machine = [&](double d, PacedTrial &t) {
+		tried.push_back(d);
+		t.d = d;
+		t.need = d >= 330 ? d : d * 10;
+		return true;
+	};
+	// 100 fails and asks for 1000: capped at 4x, 400 passes; the bisection tries 200 and 290, both
+	// fail: 400 stays
+	CHECK(paced_search(100, machine) == 400);
+	CHECK(tried == std::vector<double>{100, 400, 200, 290});
+	// the bisection keeps a passing midpoint: from 160, 640 passes, then 320 fails, 460 passes
+	tried.clear();
+	CHECK(paced_search(160, machine) == 460);
+	CHECK(tried == std::vector<double>{160, 640, 320, 460});
+	// passes at once: one check
+	tried.clear();
+	CHECK(paced_search(500, machine) == 500);
+	CHECK(tried == std::vector<double>{500});
+	// never passes: the last answer, unchecked, capped
+	tried.clear();
+	auto never = [&](double d, PacedTrial &t) {
+		tried.push_back(d);
+		t.need = d * 2;
+		return true;
+	};
+	CHECK(paced_search(100, never) == 800);
+	CHECK(tried.size() == 3);
+	// a check that stops the search
+	CHECK(paced_search(100, [](double, PacedTrial &) { return false; }) == 0);
+}
+
 namespace {
 
 SwitchCounters sw(std::initializer_list<std::pair<uint64_t, uint64_t>> marks_drops, uint64_t peak)

@@ -46,6 +46,43 @@ double paced_dilation(const PacedTrial &t)
 	return std::min(kMaxDilation, round_up_10(t.d * worst / 0.5));
 }
 
+double paced_search(double d0, const std::function<bool(double d, PacedTrial &out)> &check)
+{
+	double failed = 0, passed = 0, d = d0;
+	// true when the check at `at` passed; sets `stop` when the caller ended the search
+	bool stop = false;
+	auto passes = [&](double at, double *need) {
+		PacedTrial t;
+		if (!check(at, t)) {
+			stop = true;
+			return false;
+		}
+		*need = t.need;
+		return t.need <= at;
+	};
+	for (int i = 0; i < 3 && passed == 0; i++) {
+		double need = 0;
+		const bool ok = passes(d, &need);
+		if (stop)
+			return 0;
+		if (ok)
+			passed = d;
+		else
+			failed = d, d = std::min({need, 4 * d, kMaxDilation});
+	}
+	for (int i = 0; i < 2 && passed > 0 && failed > 0; i++) {
+		const double mid = round_up_10(std::sqrt(failed * passed));
+		if (mid <= failed || mid >= passed)
+			break;
+		double need = 0;
+		const bool ok = passes(mid, &need);
+		if (stop)
+			return 0;
+		(ok ? passed : failed) = mid;
+	}
+	return passed > 0 ? passed : d;
+}
+
 double next_dilation(double d) { return std::min(kMaxDilation, round_up_10(d * 1.5)); }
 
 uint64_t measure_jitter_ns(int ms)

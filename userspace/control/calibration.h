@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,15 @@ struct PacedTrial {
 // it, and a wait beyond one frame time is link time lost at the switch's arrival monitor, so a
 // typical pass must take at most half a frame time.
 double paced_dilation(const PacedTrial &t);
+
+// The search over paced checks, from the D rule's `d0`: while a check fails D grows to what it
+// asks for, at most 4x per check (three checks at most; a check far below the need overstates
+// it: a loop that falls behind never idles); after a failure and a pass, two checks bisect
+// between them (geometric means, rounded up to 10), each kept if it passes. `check(d)` runs one
+// and returns it, or false to stop (an error or an interrupt the caller keeps). Return: the
+// smallest D a check passed; when none passed, the last one's answer (unchecked); 0 when `check`
+// stopped the search.
+double paced_search(double d0, const std::function<bool(double d, PacedTrial &out)> &check);
 
 // The D of the next attempt after a CPU-bound INVALID one at `d`: 1.5 x d rounded up to a
 // multiple of 10, at most kMaxDilation.

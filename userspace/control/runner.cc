@@ -421,16 +421,10 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		k.d = k.rule.d;
 	}
 	if (k.d_auto) {
-		// The paced check (calibration.h PacedTrial): the same senders at once, each to its
-		// own receiver at line rate, at the D chosen so far. While the check fails (the engine
-		// busy more than half the time, or a pass longer than half a frame time) D grows to
-		// what it asks for, at most 4x per check (three checks at most): a check at a D far
-		// too small overstates the need (a loop that falls behind never idles and its passes
-		// carry a backlog). After a failure and a pass, two checks bisect between them
-		// (geometric means), each kept if it passes. D is the smallest D a check passed; when
-		// none passed, the last one's answer, unchecked (the run's own verdict and retries
-		// judge it).
-		auto check = [&](double d) -> Result<PacedTrial> {
+		// The paced checks (calibration.h PacedTrial, paced_search): the same senders at once,
+		// each to its own receiver at line rate.
+		Status err = ok_status();
+		auto run_check = [&](double d) -> Result<PacedTrial> {
 			c.hooks.phase("calibration: paced check at D=" + fmt(d, "%g"), 0);
 			QN_TRY(bring_up(c, d));
 			if (auto st = set_running_switches(c.name, {{"pfc", "on"}}); !st)
@@ -456,29 +450,18 @@ Status calibrate(ExperimentRun &c, double forced_d)
 			k.paced.push_back(t);
 			return t;
 		};
-		double failed = 0, passed = 0, d = k.d;
-		for (int i = 0; i < 3 && passed == 0; i++) {
-			auto t = check(d);
-			if (!t)
-				return t.error();
-			if (t->need <= d)
-				passed = d;
-			else
-				failed = d, d = std::min({t->need, 4 * d, kMaxDilation});
-		}
-		for (int i = 0; i < 2 && passed > 0 && failed > 0; i++) {
-			const double mid = std::ceil(std::sqrt(failed * passed) / 10) * 10;
-			if (mid <= failed || mid >= passed)
-				break;
-			auto t = check(mid);
-			if (!t)
-				return t.error();
-			if (t->need <= mid)
-				passed = mid;
-			else
-				failed = mid;
-		}
-		k.d = passed > 0 ? passed : d;
+		const double chosen = paced_search(k.d, [&](double d, PacedTrial &out) {
+			auto t = run_check(d);
+			if (!t) {
+				err = t.error();
+				return false;
+			}
+			out = *t;
+			return true;
+		});
+		if (!err)
+			return err.error();
+		k.d = chosen;
 		if (c.d_now != k.d)
 			QN_TRY(bring_up(c, k.d));
 	}

@@ -307,6 +307,10 @@ public:
 		uint32_t mtu = 0; // the smallest IP MTU along the path (segments must fit every link)
 	};
 	PathInfo path(const std::string &a, const std::string &b) const;
+	// The smallest and largest base RTT over every pair of served hosts (network-wide: what SFC's
+	// BDP and PB-FS's datacenter RTT are derived from), fabric ns, at least 1 us.
+	uint64_t min_base_rtt_ns() const { return min_rtt_ns_; }
+	uint64_t max_base_rtt_ns() const { return max_rtt_ns_; }
 	bool icrc() const { return opt_.icrc; }
 	// Sample the egress queue of `port` (an ifname) on switch `sw` every `interval_ns` of fabric
 	// time while the loop runs (its probe in the description). Errors name the switch or port.
@@ -505,6 +509,8 @@ private:
 	void sleep_until_wall(uint64_t wall_deadline);
 	// Return: the smallest and largest base RTT over served host pairs.
 	std::pair<uint64_t, uint64_t> rtt_range() const;
+	// The paths from one node to every node (one search; index = node).
+	std::vector<PathInfo> paths_from(int src_node) const;
 	PathInfo path_from(int src_node, int dst_node) const;
 
 	EngineDesc desc_;

@@ -6,7 +6,7 @@
 
 namespace qn::tp {
 
-Engine::PathInfo Engine::path_from(int src_node, int dst_node) const
+std::vector<Engine::PathInfo> Engine::paths_from(int src_node) const
 {
 	// common.md §4: base RTT = 2 x the propagation delays of the path + one full data frame's
 	// serialization per hop; the bottleneck is the slowest link. Paths are shortest in hops (as
@@ -42,15 +42,14 @@ Engine::PathInfo Engine::path_from(int src_node, int dst_node) const
 			}
 		}
 	}
-	PathInfo r;
-	if (hops[size_t(dst_node)] > 0) {
-		r.ok = true;
-		r.base_rtt_ns = cost[size_t(dst_node)];
-		r.bottleneck_bps = bottleneck[size_t(dst_node)];
-		r.mtu = mtu[size_t(dst_node)];
-	}
-	return r;
+	std::vector<PathInfo> out(n);
+	for (size_t v = 0; v < n; v++)
+		if (hops[v] > 0)
+			out[v] = PathInfo{true, cost[v], bottleneck[v], mtu[v]};
+	return out;
 }
+
+Engine::PathInfo Engine::path_from(int src_node, int dst_node) const { return paths_from(src_node)[size_t(dst_node)]; }
 
 Engine::PathInfo Engine::path(const std::string &a, const std::string &b) const
 {
@@ -64,16 +63,16 @@ std::pair<uint64_t, uint64_t> Engine::rtt_range() const
 {
 	// The smallest base RTT over served host pairs is the base the thresholds scale with; the
 	// largest is what a scheme's window or timer must cover (both go to the schemes' Fabric).
+	// One search per source (a 320-host fabric: 320 searches, not 320 x 319).
 	uint64_t lo = UINT64_MAX, hi = 0;
-	for (const auto &src : hosts_)
+	for (const auto &src : hosts_) {
+		const std::vector<PathInfo> ps = paths_from(src->node);
 		for (const auto &dst : hosts_)
-			if (dst != src) {
-				PathInfo p = path_from(src->node, dst->node);
-				if (p.ok) {
-					lo = std::min(lo, p.base_rtt_ns);
-					hi = std::max(hi, p.base_rtt_ns);
-				}
+			if (dst != src && ps[size_t(dst->node)].ok) {
+				lo = std::min(lo, ps[size_t(dst->node)].base_rtt_ns);
+				hi = std::max(hi, ps[size_t(dst->node)].base_rtt_ns);
 			}
+	}
 	if (lo == UINT64_MAX)
 		return {10'000, 10'000};
 	return {std::max<uint64_t>(lo, 1000), std::max<uint64_t>(hi, 1000)};

@@ -164,6 +164,7 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 	RunReport rep;
 	rep.flows.resize(flows.size());
 	std::map<std::pair<std::string, std::string>, QpHandle> qp;
+	std::map<std::pair<std::string, std::string>, size_t> pair_flows;
 	std::vector<size_t> order(flows.size());
 	std::vector<QpHandle> flow_qp(flows.size());
 	for (size_t i = 0; i < flows.size(); i++) {
@@ -174,14 +175,21 @@ Result<RunReport> run_flows(Engine &e, const std::vector<FlowSpec> &flows, const
 			// Every flow its own QP, as in the ns-3 RDMA simulator: no head-of-line wait
 			// behind an earlier message of the same pair, a fresh controller per flow.
 			QpOptions qo = o.qp;
-			qo.trace = std::find(o.trace_flows.begin(), o.trace_flows.end(), flows[i].id) != o.trace_flows.end();
+			const bool by_id = std::find(o.trace_flows.begin(), o.trace_flows.end(), flows[i].id) != o.trace_flows.end();
+			const bool first_n = rep.traced.size() < o.trace_pairs; // the first N flows' QPs
+			qo.trace = by_id || first_n;
 			auto h = e.connect(flows[i].src, flows[i].dst, qo);
 			if (!h)
 				return make_error("flow " + std::to_string(flows[i].id) + ": " + h.error().to_string());
+			const size_t kth = ++pair_flows[key]; // this flow's rank among its pair's
 			qp[key] = *h;
-			if (qo.trace)
+			if (by_id)
 				rep.traced.emplace_back("flow " + std::to_string(flows[i].id) + " " + flows[i].src + "->" +
 							flows[i].dst, *h);
+			else if (first_n) // labelled by pair, as with shared QPs; "#k" for a pair's k-th flow
+				rep.traced.emplace_back(flows[i].src + "->" + flows[i].dst +
+								(kth > 1 ? "#" + std::to_string(kth) : std::string()),
+							*h);
 			if (rep.cc_describe.empty())
 				rep.cc_describe = e.cc_describe(*h);
 		} else if (!qp.count(key)) {

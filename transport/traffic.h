@@ -82,7 +82,8 @@ struct RunOptions {
 	uint64_t timeout_ns = 1'000'000'000; // stop waiting this long (fabric) after the last start
 	bool serial_per_pair = false;        // post a pair's next message only after the last completes (ping-pong)
 	bool qp_per_flow = false;            // a QP per flow (else one per ordered host pair, shared in order)
-	size_t trace_pairs = 0;              // record the rate trace of the first N host pairs' QPs
+	size_t trace_pairs = 0;              // record the rate trace of the first N QPs (host pairs' when
+					     // shared; flows' with qp_per_flow, labelled "src->dst[#k]")
 	std::vector<uint64_t> trace_flows;   // with qp_per_flow: record these flows' QPs' rate traces
 	// Called about every 4096 loop iterations with (flows done, flows, fabric ns since the
 	// start); for progress displays. Must be cheap.

@@ -226,7 +226,7 @@ struct qn_cfg {
 	__u32 addr_be;        /* the switch's IPv4 address (source of the signals it originates) */
 	__u64 sample_interval_wall_ns; /* queue samples at most this often per port (fabric x D) */
 	__u32 nports;         /* ports of this switch */
-	__u32 pad;
+	__u32 host_ports;     /* its ports facing a host: one or more make it a ToR (sfc_where=tor) */
 	__u64 hdrm_total_bytes; /* the sum of the ports' qn_port.hdrm_bytes: the buffer PFC reserves */
 };
 
@@ -295,7 +295,7 @@ struct qn_set_qalarm {
 /* SFC's congestion point (sfc.h, sfc.md §3.1-§3.3). */
 struct qn_set_sfc {
 	__u32 on;               /* 1 = BTS from this switch's ingress */
-	__u32 pad;
+	__u32 where;            /* enum qn_sfc_where: which switches with sfc=on are congestion points */
 	__u64 qth_bytes;        /* Q_Th: a BTS when the egress queue is over this */
 	__u64 qtg_bytes;        /* Q_Tg: the pause drains the queue to this */
 	__u64 tbf_ns;           /* T_BF: Bloom filter epoch (0 = no suppression) */
@@ -305,6 +305,10 @@ struct qn_set_sfc {
 	__u32 pad2;
 	__u64 est_tau_ns;       /* its time constant tau (fabric ns) */
 	__u64 est_rate_bps;     /* R_dst, the receivers' link rate (fabric bits/s) */
+};
+enum qn_sfc_where {
+	QN_SFC_WHERE_TOR = 0, /* switches with a host port (ToRs), as the paper's simulations deploy SFC */
+	QN_SFC_WHERE_ALL = 1, /* every switch (the paper's testbed: all three Tofino2) */
 };
 enum qn_sfc_cache_mode {
 	QN_SFC_CACHE_OFF = 0,

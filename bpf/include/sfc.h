@@ -9,8 +9,8 @@
  *
  * Bloom filter: QN_SFC_BLOOM_HASHES arrays of QN_SFC_BLOOM_CELLS cells in one map value (one
  * lookup). A cell holds the epoch (wall time / T_BF, plus 1) in which it was last set and counts
- * as set only in that epoch (sfc.md §6): no reset pass races with the setters on the other CPU, and a
- * false positive cannot outlive its epoch. Two CPUs testing the same flow at once may both
+ * as set only in that epoch (sfc.md §6): no reset pass races with the setters on the other CPU. The
+ * cells' positions depend on the epoch too, so a false positive cannot outlive its epoch. Two CPUs testing the same flow at once may both
  * send: a duplicate BTS, never a missing one.
  *
  * Pause cache (sfc.md §3.1 I1/I3, §6.2-§6.5): a cacheable BTS transiting a switch whose
@@ -80,7 +80,9 @@ static __always_inline int qn_sfc_bloom_test_and_set(const struct qn_ctx *c, __u
 	/* + 1: a cell never set (0) must not count as set in epoch 0 (the first T_BF after boot,
 	 * or every packet when T_BF exceeds the uptime). 64 bits: no wrap. */
 	epoch = c->now / tbf_wall_ns + 1;
-	h = qn_flow_hash(&c->p, 0x5fc0b10du);
+	/* The epoch seeds the positions: a flow whose cells other flows set (a false positive) in
+	 * one epoch lands on other cells in the next, so a collision lasts at most one epoch. */
+	h = qn_flow_hash(&c->p, 0x5fc0b10du ^ (__u32)epoch ^ (__u32)(epoch >> 32));
 	i0 = qn_fmix32(h ^ 0x9e3779b9u) & (QN_SFC_BLOOM_CELLS - 1);
 	i1 = qn_fmix32(h ^ 0x7f4a7c15u) & (QN_SFC_BLOOM_CELLS - 1);
 	i2 = qn_fmix32(h ^ 0x94d049bbu) & (QN_SFC_BLOOM_CELLS - 1);
@@ -380,7 +382,9 @@ static __always_inline __u32 qn_stage_sfc(struct qn_ctx *c)
 		return qn_sfc_transit_bts(c, s);
 	if (!c->qs || !qn_sfc_eligible(c))
 		return 0;
-	congested = c->depth_b > s->qth_bytes;
+	/* sfc_where=tor: a switch without a host port is no congestion point; it still forwards
+	 * and caches BTS (qn_cfg is load-time .rodata: no lookup) */
+	congested = (s->where == QN_SFC_WHERE_ALL || qn_cfg.host_ports) && c->depth_b > s->qth_bytes;
 	sender_side = c->in->role == QN_ROLE_HOST;
 	/* The cache answers data from this switch's hosts (tor) or any data (all). */
 	if (s->cache == QN_SFC_CACHE_ALL || (s->cache == QN_SFC_CACHE_TOR && sender_side)) {

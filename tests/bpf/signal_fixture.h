@@ -16,7 +16,7 @@ inline const Mac kLoMac{0x02, 0x51, 1, 0, 9, 0x77};
 
 struct SignalFixture : SwitchFixture {
 	qn_swcfg cfg{};
-	SignalFixture() : SwitchFixture(kSwitchId, kSwitchAddr)
+	explicit SignalFixture(uint32_t host_ports = 1) : SwitchFixture(kSwitchId, kSwitchAddr, host_ports)
 	{
 		add_route(kSender, 1);
 		// The egress port (lo) at 10 Gbit/s with a MAC: the BTS drain time and the postcard sID.

@@ -95,11 +95,12 @@ inline bool reset_maps(bpf_object *obj, std::string &why)
 }
 
 // A newly loaded qn_switch for switch `switch_id` at `addr` (the caller destroys it).
-inline qn_switch *load_switch_skel(uint32_t switch_id, uint32_t addr)
+inline qn_switch *load_switch_skel(uint32_t switch_id, uint32_t addr, uint32_t host_ports = 1)
 {
 	qn_switch *skel = qn_switch__open();
 	REQUIRE(skel);
 	skel->rodata->qn_cfg.ecmp_seed = 0x1234567;
+	skel->rodata->qn_cfg.host_ports = host_ports; // a ToR unless told (sfc_where=tor)
 	skel->rodata->qn_cfg.switch_id = switch_id;
 	skel->rodata->qn_cfg.addr_be = htonl(addr);
 	REQUIRE(qn_switch__load(skel) == 0);
@@ -110,7 +111,7 @@ inline qn_switch *load_switch_skel(uint32_t switch_id, uint32_t addr)
 // the ingress program's ~100 K instructions) took 0.35 s of each table's 0.4 s here and most of
 // the 376 s the tables took under TCG in the 6.1 guest (2026-11-27); every fixture gets it back
 // with its maps reset to a fresh load's state (reset_maps).
-inline qn_switch *cached_switch(uint32_t switch_id, uint32_t addr)
+inline qn_switch *cached_switch(uint32_t switch_id, uint32_t addr, uint32_t host_ports = 1)
 {
 	struct Cache {
 		std::vector<std::pair<uint64_t, qn_switch *>> v;
@@ -121,7 +122,7 @@ inline qn_switch *cached_switch(uint32_t switch_id, uint32_t addr)
 		}
 	};
 	static Cache cache;
-	const uint64_t key = uint64_t(switch_id) << 32 | addr;
+	const uint64_t key = (uint64_t(switch_id) << 32 | addr) ^ (uint64_t(host_ports == 0) << 63);
 	for (auto &e : cache.v)
 		if (e.first == key) {
 			std::string why;
@@ -130,7 +131,7 @@ inline qn_switch *cached_switch(uint32_t switch_id, uint32_t addr)
 			REQUIRE(ok);
 			return e.second;
 		}
-	qn_switch *skel = load_switch_skel(switch_id, addr);
+	qn_switch *skel = load_switch_skel(switch_id, addr, host_ports);
 	cache.v.emplace_back(key, skel);
 	return skel;
 }
@@ -138,9 +139,10 @@ inline qn_switch *cached_switch(uint32_t switch_id, uint32_t addr)
 struct SwitchFixture {
 	qn_switch *skel = nullptr;
 
-	explicit SwitchFixture(uint32_t switch_id = 0, uint32_t addr = 0)
+	// host_ports: qn_cfg.host_ports of the load (0: a switch without hosts, a spine)
+	explicit SwitchFixture(uint32_t switch_id = 0, uint32_t addr = 0, uint32_t host_ports = 1)
 	{
-		skel = cached_switch(switch_id, addr);
+		skel = cached_switch(switch_id, addr, host_ports);
 		add_ports_and_routes();
 	}
 	// The fixture's fake ports and routes, written into `skel`'s maps.

@@ -147,7 +147,10 @@ TEST_CASE("qn_rxe_egress__ect_and_edt_only_with_the_agent", "[bpf][rxe]")
 	SECTION("agent on, a QP rate: departure times one frame time apart at that rate")
 	{
 		x.cfg(1, 0);
-		const uint64_t rate = 8'000'000; // 1 byte per us
+		// 1 byte per ms: a frame time of about 0.1 s, longer than any stop between two test
+		// runs (at 1 byte per us, 0.25 ms, a TCG guest's stop made the program find the next
+		// departure already past, and the CI's 6.1 run of 2026-11-28 failed on tstamp 0)
+		const uint64_t rate = 8'000; // 1 byte per ms
 		x.rate(kPeer, 0x11, rate);
 		const uint64_t t0 = mono_ns();
 		uint64_t prev = 0;

@@ -9,9 +9,14 @@
 // - golden bytes of the BTS the builder makes from the ingress trigger's own ring entry.
 #include "signal_fixture.h"
 
+#include <arpa/inet.h>
+#include <time.h>
+
+#include <array>
 #include <chrono>
 #include <optional>
 #include <thread>
+#include <vector>
 
 using namespace qn_test;
 
@@ -20,7 +25,9 @@ namespace {
 constexpr uint64_t kQth = 250'000, kQtg = 125'000;
 
 struct SfcFixture : SignalFixture {
-	SfcFixture(uint64_t tbf_ns = 1'000'000'000'000ULL) // 1000 s: one epoch for the whole test
+	// host_ports: 0 loads a switch without hosts (a spine)
+	explicit SfcFixture(uint64_t tbf_ns = 1'000'000'000'000ULL, uint32_t host_ports = 1) // 1000 s: one epoch
+		: SignalFixture(host_ports)
 	{
 		cfg.test.qdepth = 1;
 		cfg.sfc.on = 1;
@@ -120,6 +127,118 @@ TEST_CASE("qn_stage_sfc__bloom_suppresses_a_flow_within_its_epoch_only", "[bpf][
 		CHECK(fx.send(flow(0xC030), 400'000).has_value());
 		CHECK(fx.stats(kLoPort).sfc_suppressed == 0);
 	}
+}
+
+namespace {
+// The Bloom filter's cells of a flow in an epoch, as bpf/include/sfc.h and hash.h compute them
+// (addresses as loaded from the packet: network order; ports in host order).
+uint32_t fmix32(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+std::array<uint32_t, 3> bloom_cells(const FrameSpec &s, uint64_t epoch)
+{
+	uint32_t h = 0x5fc0b10du ^ uint32_t(epoch) ^ uint32_t(epoch >> 32);
+	h = fmix32(h ^ htonl(s.saddr));
+	h = fmix32(h ^ htonl(s.daddr));
+	h = fmix32(h ^ s.proto);
+	h = fmix32(h ^ ((uint32_t(s.sport) << 16) | s.dport));
+	constexpr uint32_t m = QN_SFC_BLOOM_CELLS - 1;
+	return {fmix32(h ^ 0x9e3779b9u) & m, fmix32(h ^ 0x7f4a7c15u) & m, fmix32(h ^ 0x94d049bbu) & m};
+}
+// Three flows that, signalled in `epoch`, set every cell of `victim` (each one of its cells):
+// the victim then reads as already signalled (a false positive). Ports from 0x1000 on.
+std::vector<FrameSpec> colliders(const FrameSpec &victim, uint64_t epoch)
+{
+	const auto want = bloom_cells(victim, epoch);
+	std::vector<FrameSpec> out;
+	for (size_t k = 0; k < 3; k++) {
+		FrameSpec c = victim;
+		for (uint32_t port = 0x1000; port <= 0xFFFF; port++) {
+			c.sport = uint16_t(port);
+			if (c.sport != victim.sport && bloom_cells(c, epoch)[k] == want[k]) {
+				out.push_back(c);
+				break;
+			}
+		}
+		REQUIRE(out.size() == k + 1);
+	}
+	return out;
+}
+uint64_t mono_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); // bpf_ktime_get_ns's clock
+	return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
+}
+} // namespace
+
+TEST_CASE("qn_stage_sfc__a_bloom_false_positive_lasts_one_epoch", "[bpf][sfc]")
+{
+	if (!have_root())
+		return;
+	// Three epoch lengths whose epoch numbers (now / T_BF + 1, the fixture at D = 1) differ and
+	// stay put for at least now / 5 (6 s in a VM booted 30 s ago).
+	const uint64_t now = mono_ns();
+	REQUIRE(now > 1'000'000'000ULL);
+	const uint64_t tbf[3] = {1ULL << 50, now / 3, now / 5};
+	uint64_t ep[3];
+	for (int i = 0; i < 3; i++)
+		ep[i] = now / tbf[i] + 1;
+	REQUIRE(ep[0] != ep[1]);
+	REQUIRE(ep[1] != ep[2]);
+	FrameSpec victim = data_spec();
+	victim.sport = 0xC100;
+	const Bytes v = build_frame(victim);
+	SfcFixture fx(tbf[0]);
+	auto signal_all = [&](const std::vector<FrameSpec> &cs) {
+		for (const auto &c : cs)
+			fx.send(build_frame(c), 400'000); // each signals (or is itself suppressed): either way its cells are set
+	};
+	// Epoch 1: three other flows cover the victim's cells; its first congested packet is
+	// suppressed though it was never signalled (the false positive).
+	const auto c1 = colliders(victim, ep[0]);
+	signal_all(c1);
+	CHECK_FALSE(fx.send(v, 400'000).has_value());
+	// Epoch 2: the same three flows signalled again; the victim's cells moved, so it is
+	// signalled. (With positions independent of the epoch it collided again in every epoch.)
+	fx.cfg.sfc.tbf_ns = tbf[1];
+	fx.write_cfg();
+	signal_all(c1);
+	CHECK(fx.send(v, 400'000).has_value());
+	// Epoch 3: the mirror above is the program's: the colliders computed for this epoch make
+	// the victim's packet a false positive again.
+	fx.cfg.sfc.tbf_ns = tbf[2];
+	fx.write_cfg();
+	signal_all(colliders(victim, ep[2]));
+	CHECK_FALSE(fx.send(v, 400'000).has_value());
+	REQUIRE(mono_ns() / tbf[2] + 1 == ep[2]); // no epoch ended during the test
+}
+
+TEST_CASE("qn_stage_sfc__sfc_where_tor_leaves_switches_without_hosts_out", "[bpf][sfc]")
+{
+	if (!have_root())
+		return;
+	// A ToR (the default fixture: host ports) is a congestion point with either setting.
+	for (uint32_t where : {uint32_t(QN_SFC_WHERE_TOR), uint32_t(QN_SFC_WHERE_ALL)}) {
+		SfcFixture tor;
+		tor.cfg.sfc.where = where;
+		tor.write_cfg();
+		CHECK(tor.send(flow(0xC050), 400'000).has_value());
+	}
+	// A switch without host ports (a spine): none with the default (tor), one BTS with all.
+	SfcFixture spine(1'000'000'000'000ULL, 0);
+	CHECK(spine.cfg.sfc.where == QN_SFC_WHERE_TOR); // the default
+	CHECK_FALSE(spine.send(flow(0xC051), 400'000).has_value());
+	CHECK(spine.stats(kLoPort).sfc_congested == 0);
+	spine.cfg.sfc.where = QN_SFC_WHERE_ALL;
+	spine.write_cfg();
+	CHECK(spine.send(flow(0xC052), 400'000).has_value());
 }
 
 TEST_CASE("qn_stage_sfc__cacheable_when_the_congested_port_faces_a_host", "[bpf][sfc]")

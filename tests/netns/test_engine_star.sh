@@ -16,9 +16,15 @@ gen() { "$QUENCH" gen "$TOPO_NAME" "$@"; }
 out=$(gen --pattern pingpong --count 50 --size 64 --dst h1 --senders h2) || fail "ping-pong: $out"
 grep -q "flows done 50/50, content errors 0, corrupt messages 0" <<<"$out" || fail "ping-pong: $out"
 echo "$out" | grep -E "^fct"
-out=$(gen --pattern incast --senders 3 --size 200KB --count 3 --dst h1 --mode sr --icrc) || fail "incast: $out"
+out=$(gen --pattern incast --senders 3 --size 200KB --count 3 --dst h1 --mode sr --icrc --fct-out "$WORK/incast.fct") ||
+	fail "incast: $out"
 grep -q "flows done 9/9, content errors 0, corrupt messages 0" <<<"$out" || fail "incast: $out"
 grep -E "^(fct|goodput|validity)" <<<"$out"
+# each flow its own QP, as `quench run` (issue 44): nine flows, three per sender, nine source
+# ports (a QP's UDP source port is derived from its QPN; fct.txt field 3)
+qps=$(jq -Rs '[split("\n")[] | select(length > 0) | split(" ")[2]] | unique | length' "$WORK/incast.fct")
+echo "incast: 9 flows on $qps QPs"
+holds "$qps == 9" || fail "gen: 9 flows of 3 host pairs ran on $qps QPs, not one each: $(cat "$WORK/incast.fct")"
 
 # 2. malformed frames (unknown BTH opcode) sent to h1 while the engine serves it: every one is
 #    counted and dropped, the engine keeps running, and traffic works afterwards.

@@ -19,6 +19,9 @@ TEST_CASE("agent__runs_cnp_schemes_and_refuses_the_rest_by_their_signals", "[age
 	CHECK_THAT(agent::refuse_reason("dcqcn/pbfs"), Catch::Contains("postcard"));
 	CHECK_THAT(agent::refuse_reason("dcqcn/pbfs"), Catch::Contains("message"));
 	CHECK_THAT(agent::refuse_reason("nosuch"), Catch::Contains("nosuch"));
+	// PCN's CNP carries the receiving rate over every data packet; rxe's host program reports
+	// only CE-marked ones, so PCN on rxe would never cut or raise (issue 44)
+	CHECK_THAT(agent::refuse_reason("pcn"), Catch::Contains("rx-rate"));
 	// the signals compose over the parts
 	auto s = cc::scheme("dcqcn+w/sfc:lossy");
 	REQUIRE(s.ok());

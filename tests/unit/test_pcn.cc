@@ -256,6 +256,25 @@ TEST_CASE("pcn__receiver_classifies_each_interval", "[pcn][cc]")
 		CHECK(double(d.rec_rate_bps) == Approx(4.0 * kWire * 8e9 / 100'000).epsilon(1e-3));
 		CHECK(np.next_timer() == UINT64_MAX);
 	}
+	SECTION("an interval of its opening packet alone reports nothing, even CE-marked")
+	{
+		// The opener arrives at t0 and is not counted in the interval's bytes: at t0 + 2T the
+		// flush has no rate to report. Reporting 0 bit/s, congested, cut the sender to R_min.
+		auto c = feed(np, t, 1, gap, [](int) { return true; });
+		CHECK(c.empty());
+		REQUIRE(np.next_timer() == 1'000'000 + 100'000);
+		CHECK_FALSE(np.on_timer(1'100'000));
+		CHECK(np.reports() == 0);
+		CHECK(np.unmeasured() == 1);
+		CHECK(np.next_timer() == UINT64_MAX);
+		// the next packet opens a new interval, measured as usual
+		uint64_t t2 = 2'000'000;
+		auto d = feed(np, t2, 21, gap, [](int) { return true; });
+		REQUIRE(d.size() == 1);
+		CHECK(d[0].congested);
+		CHECK(d[0].interval_ns == 50'000);
+		CHECK(double(d[0].rec_rate_bps) == Approx(20.0 * kWire * 8e9 / 50'000).epsilon(1e-3));
+	}
 	SECTION("after an idle gap over 2T the interval starts at the next packet")
 	{
 		feed(np, t, 21, gap, [](int) { return false; }); // one report at 1.05 ms

@@ -137,6 +137,17 @@ TEST_CASE("scheme__sfc_derives_its_switch_settings_and_others_switch_it_off", "[
 	CHECK(c.sfc.qth_bytes == 20'000);
 	CHECK(c.sfc.tbf_ns == 4'000);
 	CHECK(validate_swcfg(c).ok());
+	// The BDP is the network-wide one (the largest base RTT over host pairs, sfc.md §4), not the
+	// smallest pair's nor the one the base algorithm scales with: a leaf-spine of 8 us in a rack
+	// and 12 us across: BDP 15 KB, Q_Th 30 KB, T_BF 6 us, whatever base_rtt_ns the flows give.
+	for (uint64_t base : {8'000ULL, 12'000ULL}) {
+		auto d = derive_stages("dcqcn+w/sfc:lossy", Fabric{10'000'000'000ULL, base, 2048, 8'000, 12'000});
+		REQUIRE(d.ok());
+		std::map<std::string, std::string> m(d->switch_settings.begin(), d->switch_settings.end());
+		CHECK(m["sfc_qth"] == "30000");
+		CHECK(m["sfc_qtg"] == "15000");
+		CHECK(m["sfc_tbf"] == "6000ns");
+	}
 	// A BTS replaces the pause end, earlier or later; 0 ends it.
 	SfcPause p;
 	p.on_bts(BtsEvent{1'000, 100});

@@ -113,3 +113,37 @@ TEST_CASE("swcfg_table__one_table_drives_parse_defaults_describe_and_values", "[
 	REQUIRE(apply_swcfg(y, "kmin", "300KB").ok());
 	CHECK(!validate_swcfg(y).ok());
 }
+
+TEST_CASE("swcfg__ecn_before_pfc_names_the_values_that_break_it", "[switch][tables]")
+{
+	// 10 ports: one ingress account can be fed by 9 egress queues (DCQCN §4's worst case).
+	qn_swcfg c = default_swcfg(12'000'000);
+	REQUIRE(apply_swcfg(c, "ecn", "on").ok());
+	REQUIRE(apply_swcfg(c, "pfc", "on").ok());
+	REQUIRE(apply_swcfg(c, "pfc_alpha", "0").ok());
+	REQUIRE(apply_swcfg(c, "xoff", "90000").ok());
+	REQUIRE(apply_swcfg(c, "xon", "45000").ok());
+	REQUIRE(apply_swcfg(c, "kmax", "200000").ok());
+	// static XOFF 90 KB: 9 x 9,999 B = 89,991 B < 90 KB holds; 9 x 10 KB = 90 KB does not
+	REQUIRE(apply_swcfg(c, "kmin", "9999").ok());
+	CHECK(ecn_before_pfc(c, 10, 0).empty());
+	REQUIRE(apply_swcfg(c, "kmin", "10000").ok());
+	const std::string w = ecn_before_pfc(c, 10, 0);
+	CHECK_THAT(w, Catch::Contains("kmin 10000 B"));
+	CHECK_THAT(w, Catch::Contains("xoff 90000 B"));
+	CHECK_THAT(w, Catch::Contains("9 ports"));
+	// either mechanism off: nothing to order
+	qn_swcfg off = c;
+	REQUIRE(apply_swcfg(off, "pfc", "off").ok());
+	CHECK(ecn_before_pfc(off, 10, 0).empty());
+	off = c;
+	REQUIRE(apply_swcfg(off, "ecn", "off").ok());
+	CHECK(ecn_before_pfc(off, 10, 0).empty());
+	// dynamic XOFF, alpha 1: Kmin < (12 MB - 2 MB) / (9 x 2) = 555,555 B
+	REQUIRE(apply_swcfg(c, "pfc_alpha", "1").ok());
+	REQUIRE(apply_swcfg(c, "kmin", "555000").ok());
+	REQUIRE(apply_swcfg(c, "kmax", "600000").ok());
+	CHECK(ecn_before_pfc(c, 10, 2'000'000).empty());
+	REQUIRE(apply_swcfg(c, "kmin", "556000").ok());
+	CHECK_THAT(ecn_before_pfc(c, 10, 2'000'000), Catch::Contains("555556 B"));
+}

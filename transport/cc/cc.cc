@@ -191,7 +191,7 @@ const BasePart kBases[] = {
 	 Loss::Lossy, true, false, true, kSigAck | kSigWindow | kSigMessage, make_ldcp, ldcp_derive, ldcp_params_usage, check_ldcp, {{"ldcp", "on"}},
 	 {{"ldcp", "off"}}, true, {{"FS drops", "switch.drops.ldcp_not_ect"}}},
 	{"pcn", "PCN (pcn.md): NP-ECN at the switch, receiving-rate CNPs, receiver-driven decrease, self-weighted increase",
-	 Loss::Lossless, false, true, true, kSigCnp, make_pcn, pcn_derive, [] { return pcn_table().usage("      "); }, check_pcn,
+	 Loss::Lossless, false, true, true, kSigCnp | kSigRxRate, make_pcn, pcn_derive, [] { return pcn_table().usage("      "); }, check_pcn,
 	 {{"pcn", "on"}}, {{"pcn", "off"}}, false,
 	 {{"NP-ECN spared", "switch.pcn_spared"}, {"congested CNPs", "cc.pcn.cnp_congested"}}},
 };
@@ -357,7 +357,8 @@ std::string signal_names(uint32_t bits)
 {
 	static const std::pair<uint32_t, const char *> kNames[] = {{kSigCnp, "cnp"},     {kSigAck, "ack"},
 								   {kSigWindow, "window"}, {kSigMessage, "message"},
-								   {kSigBts, "bts"},       {kSigPostcard, "postcard"}};
+								   {kSigBts, "bts"},       {kSigPostcard, "postcard"},
+								   {kSigRxRate, "rx-rate"}};
 	std::string out;
 	for (const auto &[b, n] : kNames)
 		if (bits & b)

@@ -303,8 +303,8 @@ struct Fabric {
 	uint64_t line_rate_bps = 0;
 	uint64_t base_rtt_ns = 0;      // the RTT the scheme's parameters scale with
 	uint32_t mtu = 0;
-	uint64_t min_base_rtt_ns = 0;  // over host pairs (0 = unknown: base_rtt_ns)
-	uint64_t max_base_rtt_ns = 0;  // over host pairs (0 = unknown: base_rtt_ns)
+	uint64_t min_base_rtt_ns = 0;  // over every host pair of the fabric (0 = unknown: base_rtt_ns)
+	uint64_t max_base_rtt_ns = 0;  // over every host pair: the network-wide RTT (0 = unknown: base_rtt_ns)
 };
 
 // Whether the fabric is lossless for a scheme (switch PFC on) or lossy (PFC off; losses are
@@ -320,6 +320,8 @@ inline constexpr uint32_t kSigWindow = 1u << 2;   // a window on bytes in flight
 inline constexpr uint32_t kSigMessage = 1u << 3;  // message starts and per-packet marks
 inline constexpr uint32_t kSigBts = 1u << 4;      // back-to-sender pauses (SFC)
 inline constexpr uint32_t kSigPostcard = 1u << 5; // CC-postcards (PB-FS)
+inline constexpr uint32_t kSigRxRate = 1u << 6;   // the notification point sees every data packet
+						  // (its CNP carries a receiving rate: PCN)
 // Return: the kSig* names in `bits`, comma-separated ("cnp, window").
 std::string signal_names(uint32_t bits);
 

@@ -233,6 +233,16 @@ std::optional<CnpOut> PcnNp::on_timer(uint64_t now_ns)
 	// NP2: the flow stopped mid-interval; report what it got.
 	if (!open_ || pkts_ == 0 || now_ns < t0_ + 2 * p_.t_ns)
 		return std::nullopt;
+	if (bytes_ == 0) {
+		// Only the packet that opened the interval arrived: it marks the interval's start, so
+		// no rate can be measured. A report would carry 0 bit/s, and a congested one (that
+		// packet CE) would cut the sender to R_min. Close the interval without a CNP; the next
+		// packet opens a new one (docs/pcn.md "An interval of its opener alone").
+		open_ = false;
+		pkts_ = ce_ = 0;
+		unmeasured_++;
+		return std::nullopt;
+	}
 	return report(now_ns);
 }
 

@@ -108,6 +108,8 @@ public:
 	// For tests.
 	uint64_t reports() const { return reports_; }
 	uint64_t congested_reports() const { return congested_; }
+	// Intervals closed without a report: only their opening packet arrived (no rate to measure).
+	uint64_t unmeasured() const { return unmeasured_; }
 
 private:
 	std::optional<CnpOut> report(uint64_t now_ns);
@@ -116,7 +118,7 @@ private:
 	bool open_ = false;                 // an interval is open (t0 valid)
 	uint64_t t0_ = 0, bytes_ = 0, last_rx_ = 0;
 	uint32_t pkts_ = 0, ce_ = 0, last_psn_ = 0, seq_ = 0;
-	uint64_t reports_ = 0, congested_ = 0;
+	uint64_t reports_ = 0, congested_ = 0, unmeasured_ = 0;
 };
 
 } // namespace qn::tp::cc

@@ -101,7 +101,10 @@ struct Calibration {
 	double d = 0;                      // the D the schemes start at
 	bool d_auto = false;
 	bool adapt = false;                // retry CPU-bound INVALID attempts at a larger D (auto D, --adapt-from)
-	uint64_t base_rtt_min_ns = 0, base_rtt_max_ns = 0; // computed (common.md §4)
+	// Base RTTs (common.md §4): the smallest over the workload's host pairs (what parameters scale
+	// with); the smallest and largest over every host pair of the fabric (network-wide: SFC's
+	// BDP, PB-FS's datacenter RTT).
+	uint64_t base_rtt_min_ns = 0, network_rtt_min_ns = 0, base_rtt_max_ns = 0;
 	uint64_t rtt_measured_ns = 0;      // ping-pong FCT of a 64 B message (median of 21)
 	uint64_t rtt_expected_ns = 0;      // its standalone FCT
 	double link_rate_ratio = 0;        // one line-rate flow's goodput / its payload line rate

@@ -152,7 +152,8 @@ std::string metadata_text(const ExperimentRun &c)
 		     << f2(t.frame_wall_ns ? double(t.pass_p90_wall_ns) / double(t.frame_wall_ns) : 0.0, "%.2f")
 		     << " frame times (" << t.frame_wall_ns / 1000 << " us); needs D=" << f2(t.need, "%g") << "\n";
 	meta << "timer_jitter_p99_wall_ns " << k.jitter_wall_ns << "\nhost_rate " << format_rate(k.host_rate_bps)
-	     << "\nmtu " << k.mtu << "\nbase_rtt_ns " << k.base_rtt_min_ns << " .. " << k.base_rtt_max_ns
+	     << "\nmtu " << k.mtu << "\nbase_rtt_ns " << k.base_rtt_min_ns << " (the flows' smallest) network " << k.network_rtt_min_ns << " .. "
+	     << k.base_rtt_max_ns
 	     << " (computed, common.md §4)\nrtt_check " << k.pair << " 64 B ping-pong FCT median " << k.rtt_measured_ns
 	     << " ns (the base RTT above counts a full frame per hop; a 64 B message's standalone FCT is "
 	     << k.rtt_expected_ns << " ns by that definition)\nlink_rate_check " << k.pair << " one flow reached "
@@ -166,6 +167,8 @@ std::string scheme_metadata(const SchemeResult &s)
 	std::ostringstream m;
 	for (const auto &n : s.derived_notes)
 		m << "derived " << n << "\n";
+	for (const auto &w : s.warnings)
+		m << "warning " << s.scheme << " " << w << "\n";
 	m << "switch_applied " << s.scheme << " " << kv_words(s.switch_applied) << "\n";
 	for (const auto &sw : s.switch_in_force)
 		m << "switch_in_force " << s.scheme << " " << sw.sw << " " << kv_words(sw.settings) << "\n";
@@ -255,6 +258,8 @@ Status write_scheme_files(const std::string &out, const SchemeResult &s)
 		o << s.cc_describe << '\n';
 		for (const auto &n : s.derived_notes)
 			o << n << '\n';
+		for (const auto &w : s.warnings)
+			o << "warning: " << w << '\n';
 		for (const auto &[k, v] : s.switch_applied)
 			o << "switch " << k << '=' << v << '\n';
 		for (const auto &sw : s.switch_in_force)
@@ -298,6 +303,9 @@ std::string summary_table(const ExperimentRun &c, const std::vector<SchemeResult
 	}
 	for (const auto &[scheme, why] : c.skipped)
 		tb << "\nskipped " << scheme << ": " << why << "\n";
+	for (const auto &s : rs)
+		for (const auto &w : s.warnings)
+			tb << "\nwarning " << s.scheme << ": " << w << "\n";
 	return tb.str();
 }
 
@@ -400,6 +408,8 @@ std::string summary_markdown(const ExperimentRun &c, const std::vector<SchemeRes
 		md << "- " << s.scheme << ": `" << s.cc_describe << "`\n";
 		for (const auto &n : s.derived_notes)
 			md << "  - " << n << "\n";
+		for (const auto &w : s.warnings)
+			md << "  - **warning** " << w << "\n";
 	}
 	md << "\n## Calibration and metadata\n\n```\n" << meta << "```\n";
 	if (with_plots)
@@ -433,6 +443,18 @@ std::string summary_csv(const ExperimentRun &c, const std::vector<SchemeResult> 
 	return cs.str();
 }
 
+json paced_trials_json(const std::vector<PacedTrial> &paced)
+{
+	json a = json::array();
+	for (const auto &t : paced)
+		a.push_back(json{{"d", t.d},
+				 {"busy_frac", t.busy_frac},
+				 {"pass_p90_wall_ns", t.pass_p90_wall_ns},
+				 {"frame_wall_ns", t.frame_wall_ns},
+				 {"need", t.need}});
+	return a;
+}
+
 std::string summary_json(const ExperimentRun &c, const std::vector<SchemeResult> &rs)
 {
 	const Calibration &k = c.cal;
@@ -456,16 +478,7 @@ std::string summary_json(const ExperimentRun &c, const std::vector<SchemeResult>
 				  {"dilation_auto", k.d_auto},
 				  {"dilation_cpu", k.rule.d_cpu},
 				  {"dilation_timer", k.rule.d_timer},
-				  {"dilation_paced", [&] {
-					   json a = json::array();
-					   for (const auto &t : k.paced)
-						   a.push_back(json{{"d", t.d},
-								    {"busy_frac", t.busy_frac},
-								    {"pass_p90_wall_ns", t.pass_p90_wall_ns},
-								    {"frame_wall_ns", t.frame_wall_ns},
-								    {"need", t.need}});
-					   return a;
-				   }()},
+				  {"dilation_paced", paced_trials_json(k.paced)},
 				  {"dilation_clamped", k.rule.clamped},
 				  {"timer_jitter_p99_wall_ns", k.jitter_wall_ns},
 				  {"capacity_wall_bps", k.capacity_wall_bps},
@@ -474,6 +487,7 @@ std::string summary_json(const ExperimentRun &c, const std::vector<SchemeResult>
 				  {"host_rate_bps", k.host_rate_bps},
 				  {"mtu", k.mtu},
 				  {"base_rtt_min_ns", k.base_rtt_min_ns},
+				  {"network_rtt_min_ns", k.network_rtt_min_ns},
 				  {"base_rtt_max_ns", k.base_rtt_max_ns},
 				  {"rtt_measured_ns", k.rtt_measured_ns},
 				  {"link_rate_ratio", k.link_rate_ratio},
@@ -530,6 +544,7 @@ std::string summary_json(const ExperimentRun &c, const std::vector<SchemeResult>
 		}
 		j["cc"] = s.cc_describe;
 		j["derived"] = s.derived_notes;
+		j["warnings"] = s.warnings;
 		j["bins"] = json::array();
 		for (const auto &b : s.bins)
 			j["bins"].push_back(json{{"min_size", b.min_size},

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/result.h"
 #include "control/runner.h"
 
@@ -30,6 +32,10 @@ std::string summary_markdown(const ExperimentRun &r, const std::vector<SchemeRes
 std::string summary_csv(const ExperimentRun &r, const std::vector<SchemeResult> &rs);
 // summary.json: the run and every scheme, integers exact (docs/experiments.md "JSON").
 std::string summary_json(const ExperimentRun &r, const std::vector<SchemeResult> &rs);
+// The paced checks of a calibration (calibration.h PacedTrial), as summary.json's
+// calibration.dilation_paced and `topo up --dilation auto --format json`'s calibration.paced
+// write them: [{d, busy_frac, pass_p90_wall_ns, frame_wall_ns, need}].
+nlohmann::ordered_json paced_trials_json(const std::vector<PacedTrial> &paced);
 // Write summary.md, summary.csv, summary.json and bins.csv.
 Status write_summary(const std::string &out, const ExperimentRun &r, const std::vector<SchemeResult> &rs,
 		     const std::string &meta);

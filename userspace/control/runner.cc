@@ -106,7 +106,20 @@ Result<std::vector<SwitchInForce>> set_running_switches(const std::string &topo,
 		auto back = read_swcfg(dir);
 		if (!back)
 			return back.error();
-		in_force.push_back(SwitchInForce{n.name, swcfg_values(*back)});
+		SwitchInForce f{n.name, swcfg_values(*back), {}};
+		if (back->red.on && back->pfc.on) {
+			// the headroom PFC reserves: the setting's per port, else each port's (the loader's)
+			uint64_t hdrm = 0;
+			const size_t nports = t->ports_of(n.id).size();
+			if (back->pfc.hdrm_bytes)
+				hdrm = back->pfc.hdrm_bytes * nports;
+			else if (auto d = running_dilation(topo); d)
+				for (uint64_t h : switch_headrooms(*t, n.id, *d))
+					hdrm += h;
+			if (std::string w = ecn_before_pfc(*back, nports, hdrm); !w.empty())
+				f.warnings.push_back(std::move(w));
+		}
+		in_force.push_back(std::move(f));
 	}
 	return in_force;
 }
@@ -337,7 +350,8 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		auto f = flows_fabric(c.topo, en, c.flows);
 		if (!f)
 			return f.error();
-		k.base_rtt_min_ns = f->min_base_rtt_ns;
+		k.base_rtt_min_ns = f->base_rtt_ns;
+		k.network_rtt_min_ns = f->min_base_rtt_ns;
 		k.base_rtt_max_ns = f->max_base_rtt_ns;
 		return ok_status();
 	};
@@ -558,17 +572,19 @@ cc::Fabric links_fabric(const Topology &t)
 Result<cc::Fabric> flows_fabric(const Topology &t, const Engine &e, const std::vector<FlowSpec> &flows)
 {
 	cc::Fabric f = links_fabric(t);
-	f.min_base_rtt_ns = UINT64_MAX;
+	uint64_t lo = UINT64_MAX;
 	for (const auto &fl : flows) {
 		auto p = e.path(fl.src, fl.dst);
 		if (!p.ok)
 			return make_error("no path from " + fl.src + " to " + fl.dst + " in " + t.source);
-		f.min_base_rtt_ns = std::min(f.min_base_rtt_ns, p.base_rtt_ns);
-		f.max_base_rtt_ns = std::max(f.max_base_rtt_ns, p.base_rtt_ns);
+		lo = std::min(lo, p.base_rtt_ns);
 	}
-	if (flows.empty())
-		f.min_base_rtt_ns = 0;
-	f.base_rtt_ns = f.min_base_rtt_ns;
+	// The parameters scale with the flows' smallest base RTT; the network-wide range is the
+	// fabric's (every host pair), the same for every flow list on it: SFC's BDP and PB-FS's
+	// datacenter RTT come out the same in `gen` and `run` (issue 44).
+	f.base_rtt_ns = flows.empty() ? 0 : lo;
+	f.min_base_rtt_ns = e.min_base_rtt_ns();
+	f.max_base_rtt_ns = e.max_base_rtt_ns();
 	return f;
 }
 
@@ -588,7 +604,7 @@ Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, siz
 		return sch.error();
 	const bool paper_fabric = c.have_preset && !c.preset.paper.empty() && sch->base.rfind(c.preset.paper, 0) == 0;
 	const bool scale = sc.params == "derived" && !paper_fabric;
-	cc::Fabric fab{k.host_rate_bps, k.base_rtt_min_ns, k.mtu, k.base_rtt_min_ns, k.base_rtt_max_ns};
+	cc::Fabric fab{k.host_rate_bps, k.base_rtt_min_ns, k.mtu, k.network_rtt_min_ns, k.base_rtt_max_ns};
 	auto dv = cc::derive(scheme, fab, scale);
 	if (!dv)
 		return dv.error();
@@ -604,6 +620,9 @@ Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, siz
 	if (!in_force)
 		return make_error(c.x.source + ": scheme " + scheme + ": switch settings: " + in_force.error().to_string());
 	s.switch_in_force = std::move(*in_force);
+	for (const auto &sw : s.switch_in_force)
+		for (const auto &w : sw.warnings)
+			s.warnings.push_back(sw.sw + ": " + w);
 	auto e = open_engine(c);
 	if (!e)
 		return e.error();

@@ -68,6 +68,7 @@ struct RateTrace {
 struct SwitchInForce {
 	std::string sw;
 	std::vector<std::pair<std::string, std::string>> settings; // key, exact value (swcfg_values)
+	std::vector<std::string> warnings; // checks over the settings in force (ecn_before_pfc)
 };
 
 struct SchemeResult {
@@ -76,6 +77,7 @@ struct SchemeResult {
 	std::vector<std::string> derived_notes;
 	std::vector<std::pair<std::string, std::string>> switch_applied; // derived, then the experiment's
 	std::vector<SwitchInForce> switch_in_force;
+	std::vector<std::string> warnings; // "switch: why" of every switch's in-force warnings
 	tp::RunReport rep;
 	size_t done = 0, bad = 0;
 	uint64_t delivered = 0, sent_bytes = 0;
@@ -163,8 +165,9 @@ Result<SchemeResult> run_scheme_attempts(ExperimentRun &r, const std::string &sc
 // The switch settings a scheme runs with: its derived profile, then the experiment's `switch`
 // lines for every scheme, then those for this scheme (later wins).
 // The fabric a scheme's parameters are derived for, from the topology: the largest host link
-// rate and the smallest MTU (links_fabric), and with an engine the base RTTs over the flows'
-// host pairs (common.md §4; base_rtt_ns = the smallest). Errors: a flow without a path.
+// rate and the smallest MTU (links_fabric), and with an engine the base RTTs (common.md §4):
+// base_rtt_ns the smallest over the flows' host pairs, min/max_base_rtt_ns over every host pair
+// of the fabric (network-wide, the same for any flow list). Errors: a flow without a path.
 tp::cc::Fabric links_fabric(const Topology &t);
 Result<tp::cc::Fabric> flows_fabric(const Topology &t, const tp::Engine &e, const std::vector<tp::FlowSpec> &flows);
 // Apply `kv` (switch keys, in order) to every switch of the running topology `topo`, validated;

@@ -2,6 +2,7 @@
 #include "control/swcfg.h"
 
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <unistd.h>
 
@@ -52,6 +53,8 @@ const ParamTable<qn_swcfg> &swcfg_table()
 		{"qalarm", K::Size, W(qalarm.bytes), 0, 1e12, {}, "count packets finding their egress queue at or above this (0 = off)", nullptr, "0"},
 		// sfc: SFC's congestion point (sfc.h, docs/sfc.md); a scheme with /sfc derives the values
 		{"sfc", K::Flag, W(sfc.on), 0, 0, {}, "SFC: back-to-sender signals (BTS) from ingress", nullptr, "off"},
+		{"sfc_where", K::Choice, W(sfc.where), 0, 0, {"tor", "all"},
+		 "SFC's congestion points: ToRs (switches with a host port, as the paper's simulations) or every switch", nullptr, "tor"},
 		{"sfc_qth", K::Size, W(sfc.qth_bytes), 0, 1e12, {}, "SFC Q_Th: a BTS when the egress queue is over this", nullptr, "250000"},
 		{"sfc_qtg", K::Size, W(sfc.qtg_bytes), 0, 1e12, {}, "SFC Q_Tg: the pause drains the queue to this", nullptr, "125000"},
 		{"sfc_tbf", K::Time, W(sfc.tbf_ns), 0, 1e12, {}, "SFC T_BF: Bloom filter epoch, fabric time (0 = no suppression)", nullptr, "5us"},
@@ -108,6 +111,37 @@ Status apply_swcfg(qn_swcfg &c, const std::string &k, const std::string &v)
 	QN_TRY(swcfg_table().apply(c, k, v));
 	finalize_swcfg(c);
 	return ok_status();
+}
+
+std::string ecn_before_pfc(const qn_swcfg &c, size_t nports, uint64_t hdrm_reserved)
+{
+	if (!c.red.on || !c.pfc.on || nports < 2)
+		return "";
+	const double feeders = double(nports - 1), kmin = double(c.red.kmin_bytes);
+	char b[400];
+	if (c.pfc.alpha_ppm == 0) {
+		if (feeders * kmin < double(c.pfc.xoff_bytes))
+			return "";
+		std::snprintf(b, sizeof(b),
+			      "ECN before PFC does not hold: %zu ports x kmin %llu B = %.0f B reach xoff %llu B "
+			      "(DCQCN §4: kmin < xoff / %zu = %.0f B)",
+			      nports - 1, static_cast<unsigned long long>(c.red.kmin_bytes), feeders * kmin,
+			      static_cast<unsigned long long>(c.pfc.xoff_bytes), nports - 1,
+			      double(c.pfc.xoff_bytes) / feeders);
+		return b;
+	}
+	const double a = double(c.pfc.alpha_ppm) / 1e6;
+	const double free_b = c.buffer.bytes > hdrm_reserved ? double(c.buffer.bytes - hdrm_reserved) : 0.0;
+	const double bound = a * free_b / (feeders * (1 + a));
+	if (kmin < bound)
+		return "";
+	std::snprintf(b, sizeof(b),
+		      "ECN before PFC does not hold: kmin %llu B is not below pfc_alpha %g x (buffer %llu B - "
+		      "headroom %llu B) / (%zu x (1 + %g)) = %.0f B (DCQCN §4)",
+		      static_cast<unsigned long long>(c.red.kmin_bytes), a,
+		      static_cast<unsigned long long>(c.buffer.bytes), static_cast<unsigned long long>(hdrm_reserved),
+		      nports - 1, a, bound);
+	return b;
 }
 
 Status validate_swcfg(const qn_swcfg &c)

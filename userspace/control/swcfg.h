@@ -29,6 +29,14 @@ qn_swcfg default_swcfg(uint64_t buffer_bytes);
 Status apply_swcfg(qn_swcfg &c, const std::string &key, const std::string &value);
 // Return: an error when thresholds contradict each other (kmin > kmax, xon > xoff...).
 Status validate_swcfg(const qn_swcfg &c);
+// DCQCN's "ECN before PFC" (its §4): with ECN marking and PFC both on, the queues must be able to
+// mark before PFC pauses, in the worst case where one ingress account feeds every other port's
+// egress queue at once: (n - 1) x Kmin below the XOFF level, for n ports. Static XOFF:
+// (n - 1) Kmin < xoff. Dynamic (pfc_alpha = a): XOFF at a (B - R - used) with used = (n - 1) Kmin,
+// so Kmin < a (B - R) / ((n - 1)(1 + a)), R the headroom reserved (hdrm_reserved: the ports'
+// sum). Conservative, as the paper says of its own (it keeps 8 priorities; quench one).
+// Return: "" when it holds or does not apply, else the sentence with the values.
+std::string ecn_before_pfc(const qn_swcfg &c, size_t nports, uint64_t hdrm_reserved);
 // "key=value ..." of every setting (human units).
 std::string describe_swcfg(const qn_swcfg &c);
 // Every setting by its key, exact: sizes in bytes, times in ns, decimals at full precision,

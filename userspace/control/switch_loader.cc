@@ -234,6 +234,11 @@ Result<SwitchSkel> open_and_load(const Topology &t, int sw, const Dilation &d)
 	for (uint64_t h : switch_headrooms(t, sw, d))
 		hdrm += h;
 	skel->rodata->qn_cfg.nports = uint32_t(t.ports_of(sw).size());
+	uint32_t host_ports = 0;
+	for (int pi : t.ports_of(sw))
+		if (t.nodes[size_t(t.ports[size_t(pi)].peer_node)].kind == NodeKind::Host)
+			host_ports++;
+	skel->rodata->qn_cfg.host_ports = host_ports;
 	skel->rodata->qn_cfg.hdrm_total_bytes = hdrm;
 	// Dequeue-time marks go to the next hop through one map per topology (dqmark.h).
 	QN_TRY(mkdir_p(topo_pin_dir(t.name)));

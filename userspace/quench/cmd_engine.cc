@@ -158,7 +158,7 @@ int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 	bool no_hold = false;
 	app.add_flag("--test-no-rto-hold", no_hold,
 		     "test switch: a QP's retransmission timer keeps running while flow control pauses it (docs/sfc.md)");
-	cli::number(app, "--trace", g.trace_pairs, 1, 1000, "rate traces of the first N host pairs");
+	cli::number(app, "--trace", g.trace_pairs, 1, 1000, "rate traces of the first N flows' QPs (labelled src->dst, #k for a pair's k-th flow)");
 	app.add_option("--trace-out", g.trace_out, "rate trace CSV");
 	app.add_option("--queues", g.queues, "all or SW:PORT,..");
 	cli::time(app, "--queue-interval", g.queue_interval_ns, "queue sample interval")
@@ -439,6 +439,10 @@ int cmd_gen(int argc, char **argv, int first)
 	}
 	ro.timeout_ns = g.timeout_ns ? g.timeout_ns : 1'000'000'000ULL;
 	ro.trace_pairs = g.trace_pairs;
+	// Every flow its own QP, as `quench run` (runner.cc) and the ns-3 RDMA simulator: a later
+	// message of a pair starts at line rate with a fresh controller, never at the rate an earlier
+	// one was cut to (issue 44). Ping-pong keeps one QP per pair (its messages alternate).
+	ro.qp_per_flow = true;
 	if (g.trace_pairs && g.trace_out.empty())
 		return die("gen: --trace needs --trace-out FILE");
 	std::fprintf(g_txt, "gen %s: %zu flows (%s), flow-list hash %016llx, reliability %s, D %.10g, %zu cables\n", g.topo.c_str(),

@@ -20,6 +20,7 @@
 #include "control/bringup.h"
 #include "control/exec.h"
 #include "control/experiment.h"
+#include "control/report.h"
 #include "control/runner.h"
 #include "control/rxe_host.h"
 #include "control/stats.h"
@@ -317,10 +318,7 @@ int cmd_topo(const Args &a)
 			*d = *qn::Dilation::make(k.d);
 			cal_json = {{"capacity_wall_bps", k.capacity_wall_bps}, {"capacity_senders", k.capacity_senders},
 				    {"offered_bps", k.offered_bps}, {"dilation_rule", k.rule.d}, {"dilation_timer", k.rule.d_timer},
-				    {"paced", nlohmann::ordered_json::array()}};
-			for (const auto &p : k.paced)
-				cal_json["paced"].push_back({{"d", p.d}, {"busy_frac", p.busy_frac}, {"pass_p90_wall_ns", p.pass_p90_wall_ns},
-							     {"frame_wall_ns", p.frame_wall_ns}, {"need", p.need}});
+				    {"paced", qn::paced_trials_json(k.paced)}};
 		} else if (auto s = qn::topo_up(*t, o); !s.ok()) {
 			return fail("topo up " + t->name + ": " + s.error().to_string() +
 				    "\n(partial state stays until `quench topo down " + a.pos[2] + "`)");

@@ -118,6 +118,15 @@ echo "in force: dcqcn $(jq -c "$ds | {buffer, kmin, kmax, pmax, pfc}" "$J"), non
 [ "$(jq -r "$ns | .kmin" "$J")" != 400000 ] || fail "dcqcn's kmin leaked into none's settings"
 grep -q "in force at tor: .*kmin=400000 kmax=1600000 pmax=0.2" "$R/summary.md" || fail "summary.md does not print dcqcn's settings"
 grep -q "^switch_in_force dcqcn tor buffer=3000000 .*kmin=400000" "$R/metadata.txt" || fail "metadata.txt does not print them"
+# "ECN before PFC" (docs/switch.md): dcqcn runs with PFC on, and kmin 400 KB from 3 of the ToR's
+# 4 ports reaches its XOFF level: a warning naming the switch and the values in summary.json and
+# metadata.txt; none runs with PFC off: no warning
+w=$(jq -c '.schemes[] | select(.scheme == "dcqcn") | .warnings' "$J")
+echo "dcqcn's warnings: $w"
+jq -e '.schemes[] | select(.scheme == "dcqcn") | .warnings | any(startswith("tor: ECN before PFC does not hold") and contains("kmin 400000 B"))' "$J" >/dev/null ||
+	fail "dcqcn ran kmin 400 KB with PFC on and no 'ECN before PFC' warning: $w"
+jq -e '.schemes[] | select(.scheme == "none") | .warnings == []' "$J" >/dev/null || fail "none (PFC off) has warnings"
+grep -q "^warning dcqcn tor: ECN before PFC does not hold" "$R/metadata.txt" || fail "metadata.txt does not print the warning"
 # rate traces of flows 0 and 1 (`trace 0 1`): each ends with every byte acked
 for s in none dcqcn; do
 	for f in 0 1; do

@@ -10,8 +10,8 @@
  * Bloom filter: QN_SFC_BLOOM_HASHES arrays of QN_SFC_BLOOM_CELLS cells in one map value (one
  * lookup). A cell holds the epoch (wall time / T_BF, plus 1) in which it was last set and counts
  * as set only in that epoch (sfc.md §6): no reset pass races with the setters on the other CPU. The
- * cells' positions depend on the epoch too, so a false positive cannot outlive its epoch. Two CPUs testing the same flow at once may both
- * send: a duplicate BTS, never a missing one.
+ * cells' positions depend on the epoch too, so a false positive cannot outlive its epoch. Two CPUs
+ * testing the same flow at once may both send: a duplicate BTS, never a missing one.
  *
  * Pause cache (sfc.md §3.1 I1/I3, §6.2-§6.5): a cacheable BTS transiting a switch whose
  * sfc_cache setting says it caches sets cache[dst, DSCP] = max(current, now + pause); a data

@@ -53,8 +53,16 @@ struct FlowSpan {
 // per second) it reaches nearly every flow that lives longer than a second of wall time
 // (docs/experiments.md "Validity", measured).
 constexpr double kTagAffectedFrac = 0.01;
-// A run whose tagged flows carry more than this fraction of its bytes is INVALID.
-constexpr double kMaxTaggedBytesFrac = 0.5;
+// A run is INVALID when more than this fraction of its bytes is affected: each flow's bytes
+// weighted by the fraction of its lifetime in affected periods (FidelityReport::
+// bytes_affected_frac), a bound on the bytes' FCT error. Why 5% and not the tag's 1%: lost link
+// time itself is bounded at 1% by the switches' arrivals and departures kept (health), and an
+// affected period over-counts a flow's loss (an engine stop while a standing queue keeps the
+// bottleneck busy costs its flows nothing: docs/experiments.md "Validity", measured); 5% is the
+// tolerance at which quench's results are compared with the ns-3 simulator's. A run whose flows
+// all lived through a share of stops above the tag's bound is then still a result, and a run
+// whose bytes mostly lived inside stops is not.
+constexpr double kMaxAffectedBytesFrac = 0.05;
 
 struct FidelityReport {
 	std::vector<bool> tagged;         // per flow: affected_frac >= the tagging bound
@@ -63,6 +71,7 @@ struct FidelityReport {
 	std::vector<double> affected_frac; // per flow: the fraction of its lifetime in such periods
 	size_t flows_tagged = 0, flows_touched = 0;
 	double bytes_tagged_frac = 0;     // tagged flows' bytes / all bytes
+	double bytes_affected_frac = 0;   // sum of bytes x affected_frac / all bytes
 	double bytes_touched_frac = 0;
 	double time_affected_frac = 0;    // fabric time in any affected period / the run's span
 	uint64_t periods = 0;             // affected periods (fabric-wide and per host)
@@ -72,8 +81,8 @@ struct FidelityReport {
 // `tag_frac` of its lifetime lay in affected periods.
 FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, uint64_t from, uint64_t to,
 			 double tag_frac = kTagAffectedFrac);
-// Return: why the run is INVALID on its tagging (tagged flows carry more than
-// kMaxTaggedBytesFrac of the bytes), or "" when it is not.
+// Return: why the run is INVALID on its affected periods (more than kMaxAffectedBytesFrac of
+// its bytes affected), or "" when it is not.
 std::string fidelity_verdict(const FidelityReport &r);
 
 } // namespace qn::tp

@@ -338,20 +338,22 @@ std::string summary_markdown(const ExperimentRun &c, const std::vector<SchemeRes
 	md << "## Fidelity\n\nPeriods when the emulator was not the fabric it models (event-loop stalls; link time "
 	      "lost beyond one frame, measured at the switches on arrival from hosts and at departure from queues) "
 	      "and the flows they touched; a flow is tagged (flows.csv `tagged`) when such periods covered at least "
-	      "1% of its lifetime; slowdowns over all flows and over the untagged ones. A run whose tagged flows "
-	      "carry more than half of its bytes is INVALID (docs/experiments.md \"Validity\").\n\n"
+	      "1% of its lifetime; bytes affected: each flow's bytes weighted by that share; slowdowns over all "
+	      "flows and over the untagged ones. A run with more than 5% of its bytes affected is INVALID "
+	      "(docs/experiments.md \"Validity\").\n\n"
 	      "| scheme | affected periods | fabric time affected | touched flows (bytes) | tagged flows (bytes) | "
-	      "arrivals kept | departures kept | fast windows | slowdown p50 / p99 (all) | p50 / p99 (untagged) |\n"
-	      "|---|---|---|---|---|---|---|---|---|---|\n";
+	      "bytes affected | arrivals kept | departures kept | fast windows | slowdown p50 / p99 (all) | "
+	      "p50 / p99 (untagged) |\n"
+	      "|---|---|---|---|---|---|---|---|---|---|---|\n";
 	for (const auto &s : rs) {
 		const FidelityReport &fr = s.rep.fidelity;
 		const Health &h = s.rep.health;
 		const auto untagged = untagged_slowdowns(s);
 		char b[256];
-		std::snprintf(b, sizeof(b), "| %s | %llu | %.2f%% | %zu/%zu (%.1f%%) | %zu/%zu (%.1f%%) | %.2f%% | %.2f%% | %.2f%% | ",
+		std::snprintf(b, sizeof(b), "| %s | %llu | %.2f%% | %zu/%zu (%.1f%%) | %zu/%zu (%.1f%%) | %.2f%% | %.2f%% | %.2f%% | %.2f%% | ",
 			      s.scheme.c_str(), static_cast<unsigned long long>(fr.periods), 100 * fr.time_affected_frac,
 			      fr.flows_touched, s.rep.flows.size(), 100 * fr.bytes_touched_frac, fr.flows_tagged,
-			      s.rep.flows.size(), 100 * fr.bytes_tagged_frac, 100 * h.sw_arrival_eff,
+			      s.rep.flows.size(), 100 * fr.bytes_tagged_frac, 100 * fr.bytes_affected_frac, 100 * h.sw_arrival_eff,
 			      100 * h.sw_departure_eff, 100 * h.sw_fast_frac);
 		md << b << f2(percentile(s.sd, 0.5)) << " / " << f2(percentile(s.sd, 0.99)) << " | "
 		   << f2(percentile(untagged, 0.5)) << " / " << f2(percentile(untagged, 0.99)) << " |\n";
@@ -423,7 +425,7 @@ std::string summary_csv(const ExperimentRun &c, const std::vector<SchemeResult> 
 	std::ostringstream cs;
 	cs << "scheme,valid,flows,done,goodput_gbps,fct_p50_ns,fct_p99_ns,slowdown_p50,slowdown_p95,slowdown_p99,"
 	      "queue_peak_bytes,queue_p99_bytes,dilation,bytes_tagged_frac,bytes_touched_frac,time_affected_frac,"
-	      "arrivals_kept,departures_kept,fast_windows_frac,flow_hash";
+	      "bytes_affected_frac,arrivals_kept,departures_kept,fast_windows_frac,flow_hash";
 	for (const auto &n : names)
 		cs << ",c." << n;
 	cs << "\n";
@@ -434,7 +436,7 @@ std::string summary_csv(const ExperimentRun &c, const std::vector<SchemeResult> 
 		   << f2(percentile(s.sd, 0.99), "%.4f") << ',' << s.queue_peak() << ',' << s.queue_p99() << ','
 		   << f2(s.d, "%.3f") << ',' << f2(s.rep.fidelity.bytes_tagged_frac, "%.5f") << ','
 		   << f2(s.rep.fidelity.bytes_touched_frac, "%.5f") << ',' << f2(s.rep.fidelity.time_affected_frac, "%.6f")
-		   << ',' << f2(s.rep.health.sw_arrival_eff, "%.5f") << ',' << f2(s.rep.health.sw_departure_eff, "%.5f")
+		   << ',' << f2(s.rep.fidelity.bytes_affected_frac, "%.5f") << ',' << f2(s.rep.health.sw_arrival_eff, "%.5f") << ',' << f2(s.rep.health.sw_departure_eff, "%.5f")
 		   << ',' << f2(s.rep.health.sw_fast_frac, "%.5f") << ',' << hex16(c.hash);
 		for (const auto &n : names)
 			cs << ',' << s.counter(n);
@@ -559,7 +561,8 @@ std::string summary_json(const ExperimentRun &c, const std::vector<SchemeResult>
 				     {"flows_touched", fr.flows_touched},
 				     {"flows_tagged", fr.flows_tagged},
 				     {"bytes_touched_frac", fr.bytes_touched_frac},
-				     {"bytes_tagged_frac", fr.bytes_tagged_frac}};
+				     {"bytes_tagged_frac", fr.bytes_tagged_frac},
+				     {"bytes_affected_frac", fr.bytes_affected_frac}};
 		const Health &h = s.rep.health;
 		j["health"] = json{{"cpu_bound", h.cpu_bound},
 				   {"late_p99_ns", h.late_p99_ns},

@@ -328,7 +328,8 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	j["fidelity"] = json{{"periods", fr.periods},
 			     {"time_affected_frac", fr.time_affected_frac},
 			     {"flows_tagged", fr.flows_tagged},
-			     {"bytes_tagged_frac", fr.bytes_tagged_frac}};
+			     {"bytes_tagged_frac", fr.bytes_tagged_frac},
+			     {"bytes_affected_frac", fr.bytes_affected_frac}};
 	j["traced"] = json::array();
 	for (const auto &[label, qh] : rep.traced)
 		j["traced"].push_back(label);
@@ -494,10 +495,10 @@ int cmd_gen(int argc, char **argv, int first)
 		if (!sd.empty())
 			std::snprintf(un, sizeof(un), "p50 %.2f p99 %.2f", percentile(sd, 0.5), percentile(sd, 0.99));
 		std::fprintf(g_txt, "fidelity: %llu affected periods, %.2f%% of fabric time; touched flows %zu/%zu (%.1f%% of bytes); "
-			    "tagged flows %zu/%zu (%.1f%% of bytes); untagged slowdown %s\n",
+			    "tagged flows %zu/%zu (%.1f%% of bytes); bytes affected %.2f%%; untagged slowdown %s\n",
 			    static_cast<unsigned long long>(fr.periods), 100 * fr.time_affected_frac, fr.flows_touched,
 			    rep->flows.size(), 100 * fr.bytes_touched_frac, fr.flows_tagged, rep->flows.size(),
-			    100 * fr.bytes_tagged_frac, un);
+			    100 * fr.bytes_tagged_frac, 100 * fr.bytes_affected_frac, un);
 	}
 	for (const auto &qs : e.queue_series()) {
 		std::vector<uint64_t> v;

@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -95,30 +96,64 @@ Result<std::unique_ptr<Engine>> Engine::open_on(const EngineDesc &desc, const Di
 	return e;
 }
 
+namespace {
+
+// An SQE, submitting what is queued when the submission queue is full (a fabric may have more
+// sockets than the queue has entries). Return: nullptr only when the kernel takes none.
+io_uring_sqe *sqe_or_flush(io_uring *ring)
+{
+	io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	if (!sqe && io_uring_submit(ring) >= 0)
+		sqe = io_uring_get_sqe(ring);
+	return sqe;
+}
+
+} // namespace
+
+size_t Engine::io_sockets() const
+{
+	return hosts_.size() + 2 * cables_.size();
+}
+
 Status Engine::start_io()
 {
 	// Sleeping waits: no timer slack on poll timeouts (notes/datapath.md); io_uring waits.
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	// Sized from the fabric (issue 45: a fixed 64 entries and one poll per socket crashed a
+	// k=4 fat-tree with cables, 80 sockets): the submission queue holds one poll per socket,
+	// the completion queue four completions per socket before the loop reaps them.
+	const size_t socks = io_sockets();
+	const unsigned sq = std::max(64u, std::bit_ceil(unsigned(socks)));
+	io_uring_params p{};
+	p.flags = IORING_SETUP_CQSIZE;
+	p.cq_entries = std::max(256u, std::bit_ceil(unsigned(4 * socks)));
 	auto *ring = new io_uring;
-	if (io_uring_queue_init(64, ring, 0) != 0) {
+	if (int rc = io_uring_queue_init_params(sq, ring, &p); rc != 0) {
 		delete ring;
-		return make_error("io_uring_queue_init failed: the engine needs io_uring");
+		return make_error("io_uring_queue_init_params(" + std::to_string(sq) + " entries, CQ " +
+				  std::to_string(p.cq_entries) + ") failed: " + std::strerror(-rc) +
+				  " (the engine needs io_uring)");
 	}
 	ring_ = ring;
 	ring_ok_ = true;
 	// One multishot poll per socket: any received frame wakes the loop.
-	auto arm = [&](int fd, uint64_t tag) {
-		io_uring_sqe *sqe = io_uring_get_sqe(ring);
-		io_uring_prep_poll_multishot(sqe, fd, POLLIN);
-		io_uring_sqe_set_data64(sqe, tag);
-	};
-	for (size_t i = 0; i < hosts_.size(); i++)
-		arm(hosts_[i]->port->fd(), i);
-	for (size_t i = 0; i < cables_.size(); i++)
-		for (int k = 0; k < 2; k++)
-			arm(cables_[i]->end[k]->fd(), 1000000 + i * 2 + size_t(k));
-	io_uring_submit(ring);
+	for (size_t i = 0; i < socks; i++) {
+		io_uring_sqe *sqe = sqe_or_flush(ring);
+		if (!sqe)
+			return make_error("io_uring: no submission entry for socket " + std::to_string(i) + " of " +
+					  std::to_string(socks));
+		io_uring_prep_poll_multishot(sqe, io_fd(i), POLLIN);
+		io_uring_sqe_set_data64(sqe, i);
+	}
+	if (int rc = io_uring_submit(ring); rc < 0)
+		return make_error(std::string("io_uring_submit of the socket polls: ") + std::strerror(-rc));
 	return ok_status();
+}
+
+int Engine::io_fd(size_t tag) const
+{
+	return tag < hosts_.size() ? hosts_[tag]->port->fd()
+				   : cables_[(tag - hosts_.size()) / 2]->end[(tag - hosts_.size()) % 2]->fd();
 }
 
 Status Engine::finish_open()
@@ -364,28 +399,32 @@ void Engine::sleep_until_wall(uint64_t wall_deadline)
 	io_uring_cqe *cqe = nullptr;
 	sleeps_++;
 	io_uring_wait_cqe_timeout(ring, &cqe, &ts);
-	// Reap every completion; re-arm a multishot poll the kernel ended.
+	// Reap every completion; re-arm a multishot poll the kernel ended (one the kernel would
+	// not take stays in rearm_ for the next wait: a socket is never dropped).
 	unsigned head;
 	unsigned n = 0;
-	std::vector<uint64_t> rearm;
 	io_uring_for_each_cqe(ring, head, cqe)
 	{
 		if (!(cqe->flags & IORING_CQE_F_MORE))
-			rearm.push_back(io_uring_cqe_get_data64(cqe));
+			rearm_.push_back(io_uring_cqe_get_data64(cqe));
 		n++;
 	}
 	io_uring_cq_advance(ring, n);
-	for (uint64_t tag : rearm) {
-		int fd = tag < 1000000 ? hosts_[size_t(tag)]->port->fd()
-				       : cables_[size_t((tag - 1000000) / 2)]->end[(tag - 1000000) % 2]->fd();
-		io_uring_sqe *sqe = io_uring_get_sqe(ring);
-		if (!sqe)
-			break;
-		io_uring_prep_poll_multishot(sqe, fd, POLLIN);
+	if (rearm_.empty())
+		return;
+	size_t kept = 0;
+	for (uint64_t tag : rearm_) {
+		io_uring_sqe *sqe = sqe_or_flush(ring);
+		if (!sqe) {
+			rearm_[kept++] = tag;
+			continue;
+		}
+		io_uring_prep_poll_multishot(sqe, io_fd(size_t(tag)), POLLIN);
 		io_uring_sqe_set_data64(sqe, tag);
 	}
-	if (!rearm.empty())
-		io_uring_submit(ring);
+	rearm_failed_ += kept;
+	rearm_.resize(kept);
+	io_uring_submit(ring);
 }
 
 void Engine::rearm_timers(const Qp &q)

@@ -456,6 +456,10 @@ private:
 	Engine(const EngineDesc &desc, const Dilation &d, const EngineOptions &o);
 	Status open_ports();
 	Status start_io();
+	// The sockets the loop polls (hosts, then both ends of every cable) and the fd of one, by
+	// its io_uring tag.
+	size_t io_sockets() const;
+	int io_fd(size_t tag) const;
 	Status finish_open();
 	// Return: the fabric arrival time of a received frame (its XDP stamp, else now).
 	uint64_t arrival(const FramePort &p, uint64_t addr, uint64_t now) const;
@@ -543,6 +547,8 @@ private:
 	uint64_t min_rtt_ns_ = 0, max_rtt_ns_ = 0;
 	void *ring_ = nullptr;              // io_uring (opaque here)
 	bool ring_ok_ = false;
+	std::vector<uint64_t> rearm_;       // socket polls to re-arm (ones the kernel refused stay)
+	uint64_t rearm_failed_ = 0;         // re-arms deferred to a later wait
 	// health
 	Histogram late_;
 	Histogram kick_wall_, pass_wall_;   // wall ns of kicks that carried frames, of passes that sent

@@ -24,6 +24,20 @@ void IntervalSet::add(uint64_t from, uint64_t to)
 	iv_.insert(lo, {from, to});
 }
 
+IntervalSet IntervalSet::from_sorted(const std::vector<std::pair<uint64_t, uint64_t>> &v)
+{
+	IntervalSet s;
+	for (const auto &[a, b] : v) {
+		if (b <= a)
+			continue;
+		if (!s.iv_.empty() && a <= s.iv_.back().second)
+			s.iv_.back().second = std::max(s.iv_.back().second, b);
+		else
+			s.iv_.emplace_back(a, b);
+	}
+	return s;
+}
+
 bool IntervalSet::overlaps(uint64_t from, uint64_t to) const
 {
 	auto it = std::lower_bound(iv_.begin(), iv_.end(), from,
@@ -42,6 +56,59 @@ uint64_t IntervalSet::covered(uint64_t from, uint64_t to) const
 	return s;
 }
 
+namespace {
+
+using Ivs = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// The first interval of `v` that ends after `from`.
+Ivs::const_iterator first_ending_after(const Ivs &v, uint64_t from)
+{
+	return std::upper_bound(v.begin(), v.end(), from,
+				[](uint64_t x, const std::pair<uint64_t, uint64_t> &iv) { return x < iv.second; });
+}
+
+// The length of the union of three sorted, disjoint interval lists, clipped to [from, to): a
+// merge over the intervals inside the window only, so a flow costs the periods in its lifetime
+// and a binary search, not a copy of every period (issue 45: the copy per touched flow kept the
+// 3,521-flow WebSearch scenario in tagging for over 40 minutes).
+uint64_t union_covered(const Ivs *const sets[3], uint64_t from, uint64_t to)
+{
+	Ivs::const_iterator it[3], end[3];
+	for (int k = 0; k < 3; k++) {
+		it[k] = first_ending_after(*sets[k], from);
+		end[k] = sets[k]->end();
+	}
+	uint64_t total = 0, cur_a = 0, cur_b = 0;
+	bool open = false;
+	for (;;) {
+		// the next interval by start among the three lists, inside the window
+		int best = -1;
+		for (int k = 0; k < 3; k++)
+			if (it[k] != end[k] && it[k]->first < to && (best < 0 || it[k]->first < it[best]->first))
+				best = k;
+		if (best < 0)
+			break;
+		const uint64_t a = std::max(it[best]->first, from), b = std::min(it[best]->second, to);
+		++it[best];
+		if (b <= a)
+			continue;
+		if (open && a <= cur_b) {
+			cur_b = std::max(cur_b, b);
+		} else {
+			if (open)
+				total += cur_b - cur_a;
+			cur_a = a;
+			cur_b = b;
+			open = true;
+		}
+	}
+	if (open)
+		total += cur_b - cur_a;
+	return total;
+}
+
+} // namespace
+
 FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, uint64_t from, uint64_t to,
 			 double tag_frac)
 {
@@ -58,18 +125,15 @@ FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, 
 	double affected_bytes = 0;
 	for (size_t i = 0; i < flows.size(); i++) {
 		const FlowSpan &f = flows[i];
-		const bool t = a.all.overlaps(f.from_ns, f.to_ns) || of(f.src).overlaps(f.from_ns, f.to_ns) ||
-			       of(f.dst).overlaps(f.from_ns, f.to_ns);
+		const IntervalSet &s = of(f.src), &d = of(f.dst);
+		const bool t = a.all.overlaps(f.from_ns, f.to_ns) || s.overlaps(f.from_ns, f.to_ns) ||
+			       d.overlaps(f.from_ns, f.to_ns);
 		r.touched[i] = t;
 		if (t) {
-			IntervalSet u = a.all;
-			for (const auto &[x, y] : of(f.src).intervals())
-				u.add(x, y);
-			for (const auto &[x, y] : of(f.dst).intervals())
-				u.add(x, y);
+			const Ivs *const sets[3] = {&a.all.intervals(), &s.intervals(), &d.intervals()};
 			// A flow of zero length that meets a period lies wholly in it.
 			r.affected_frac[i] = f.to_ns > f.from_ns
-				? double(u.covered(f.from_ns, f.to_ns)) / double(f.to_ns - f.from_ns) : 1.0;
+				? double(union_covered(sets, f.from_ns, f.to_ns)) / double(f.to_ns - f.from_ns) : 1.0;
 		}
 		r.tagged[i] = t && r.affected_frac[i] >= tag_frac;
 		r.flows_touched += t;
@@ -82,13 +146,15 @@ FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, 
 	r.bytes_touched_frac = bytes ? double(touched_bytes) / double(bytes) : 0;
 	r.bytes_tagged_frac = bytes ? double(tagged_bytes) / double(bytes) : 0;
 	r.bytes_affected_frac = bytes ? affected_bytes / double(bytes) : 0;
-	IntervalSet any = a.all;
-	for (const auto &[h, s] : a.host)
-		for (const auto &[x, y] : s.intervals())
-			any.add(x, y);
+	// Fabric time in any period: the fabric's and every host's, merged once.
+	Ivs all_iv = a.all.intervals();
+	for (const auto &[h, hs] : a.host)
+		all_iv.insert(all_iv.end(), hs.intervals().begin(), hs.intervals().end());
+	std::sort(all_iv.begin(), all_iv.end());
+	const IntervalSet any = IntervalSet::from_sorted(all_iv);
 	r.periods = a.all.size();
-	for (const auto &[h, s] : a.host)
-		r.periods += s.size();
+	for (const auto &[h, hs] : a.host)
+		r.periods += hs.size();
 	r.time_affected_frac = to > from ? double(any.covered(from, to)) / double(to - from) : 0;
 	return r;
 }

@@ -18,6 +18,8 @@ class IntervalSet {
 public:
 	// Add [from, to); empty intervals are ignored, overlapping and touching ones merge.
 	void add(uint64_t from, uint64_t to);
+	// Return: the set of `v` (sorted by start; may overlap), merged in one pass.
+	static IntervalSet from_sorted(const std::vector<std::pair<uint64_t, uint64_t>> &v);
 	// Return: true when [from, to] (closed: a flow that ends as a stall begins was touched)
 	// meets an interval.
 	bool overlaps(uint64_t from, uint64_t to) const;

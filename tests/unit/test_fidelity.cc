@@ -3,6 +3,8 @@
 
 #include "transport/fidelity.h"
 
+#include <random>
+
 using namespace qn::tp;
 
 TEST_CASE("interval_set__merges_and_measures", "[fidelity]")
@@ -127,4 +129,54 @@ TEST_CASE("fidelity_verdict__long_flows_that_all_met_a_few_percent_of_stops_are_
 	r = tag_flows(f, a, 0, 10'000'000);
 	CHECK(r.bytes_affected_frac == Approx(0.06));
 	CHECK_FALSE(fidelity_verdict(r).empty());
+}
+
+TEST_CASE("tag_flows__affected_fraction_equals_the_union_of_fabric_source_and_destination_periods", "[fidelity]")
+{
+	// Random periods on the fabric and on four hosts, random flows: each flow's affected time
+	// (the merge over its lifetime, fidelity.cc) equals the covered length of the three sets
+	// merged the slow way, interval by interval.
+	std::mt19937_64 rng(7);
+	auto rnd = [&](uint64_t n) { return uint64_t(rng() % n); };
+	for (int round = 0; round < 20; round++) {
+		Affected a;
+		const char *hosts[] = {"h1", "h2", "h3", "h4"};
+		for (int k = 0; k < 30; k++) {
+			uint64_t x = rnd(100'000);
+			a.all.add(x, x + 1 + rnd(2'000));
+		}
+		for (const char *h : hosts)
+			for (int k = 0; k < 40; k++) {
+				uint64_t x = rnd(100'000);
+				a.host[h].add(x, x + 1 + rnd(3'000));
+			}
+		std::vector<FlowSpan> f;
+		for (int k = 0; k < 50; k++) {
+			uint64_t x = rnd(100'000);
+			f.push_back({hosts[rnd(4)], hosts[rnd(4)], x, x + rnd(30'000), 1000 + rnd(100'000)});
+		}
+		FidelityReport r = tag_flows(f, a, 0, 130'000);
+		IntervalSet any = a.all;
+		double aff_bytes = 0, bytes = 0;
+		for (size_t i = 0; i < f.size(); i++) {
+			IntervalSet u = a.all;
+			for (const auto &[x, y] : a.host[f[i].src].intervals())
+				u.add(x, y);
+			for (const auto &[x, y] : a.host[f[i].dst].intervals())
+				u.add(x, y);
+			const bool t = u.overlaps(f[i].from_ns, f[i].to_ns);
+			REQUIRE(r.touched[i] == t);
+			const double want = !t ? 0.0
+				: f[i].to_ns > f[i].from_ns
+				? double(u.covered(f[i].from_ns, f[i].to_ns)) / double(f[i].to_ns - f[i].from_ns) : 1.0;
+			REQUIRE(r.affected_frac[i] == Approx(want));
+			aff_bytes += want * double(f[i].bytes);
+			bytes += double(f[i].bytes);
+		}
+		for (const auto &[h, s] : a.host)
+			for (const auto &[x, y] : s.intervals())
+				any.add(x, y);
+		CHECK(r.time_affected_frac == Approx(double(any.covered(0, 130'000)) / 130'000.0));
+		CHECK(r.bytes_affected_frac == Approx(aff_bytes / bytes));
+	}
 }

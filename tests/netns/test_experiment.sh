@@ -54,7 +54,9 @@ done
 # the same flow list for every scheme (summary.json: one hash for the run; summary.csv per row)
 J="$R/summary.json"
 jq -e . "$J" >/dev/null || fail "summary.json is not JSON"
-hashes=$(cut -d, -f20 "$R/summary.csv" | tail -n +2 | sort -u | wc -l)
+hcol=$(head -1 "$R/summary.csv" | tr ',' '\n' | grep -nx flow_hash | cut -d: -f1)
+[ -n "$hcol" ] || fail "summary.csv has no flow_hash column"
+hashes=$(cut -d, -f"$hcol" "$R/summary.csv" | tail -n +2 | sort -u | wc -l)
 [ "$hashes" -eq 1 ] || fail "schemes ran different flow lists: $(cat "$R/summary.csv")"
 printed=$(sed -n 's/.*flow-list hash \([0-9a-f]*\),.*/\1/p' <<<"$out")
 [ "$(jq -r .flow_hash "$J")" = "$printed" ] || fail "printed hash $printed is not the one in summary.json"

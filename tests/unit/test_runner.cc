@@ -399,3 +399,23 @@ TEST_CASE("compare_runs__ratios_by_column_name", "[runner]")
 	CHECK(t.error().to_string().find("summary.csv:2: 3 fields, the header has 2") != std::string::npos);
 	fs::remove_all(base);
 }
+
+TEST_CASE("expected_attempt_wall_s__span_plus_bytes_through_one_link_times_d", "[runner]")
+{
+	ExperimentRun r = fake_run(0);
+	r.cal.host_rate_bps = 10'000'000'000ULL;
+	r.x.duration_ns = 1'000'000'000;
+	CHECK(expected_attempt_wall_s(r, 100) == Approx(2.0)); // no flow: the fixed cost
+	// Two flows of 1.25 MB (1 ms each at 10 Gbit/s), the last starting at 3 ms: 5 ms of
+	// fabric, 0.5 s at D=100, plus the 2 s fixed cost.
+	r.flows.resize(2);
+	r.flows[0].size = 1'250'000;
+	r.flows[1].size = 1'250'000;
+	r.flows[1].start_ns = 3'000'000;
+	CHECK(expected_attempt_wall_s(r, 100) == Approx(2.5));
+	CHECK(expected_attempt_wall_s(r, 1000) == Approx(7.0));
+	CHECK(expected_attempt_wall_s(r, 1000, 0) == Approx(5.0));
+	// Capped by the experiment's time limit after the last start (4 ms in all here).
+	r.x.duration_ns = 1'000'000;
+	CHECK(expected_attempt_wall_s(r, 1000, 0) == Approx(4.0));
+}

@@ -449,7 +449,10 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	if (n <= 0)
 		return sys_error(errno, "readlink /proc/self/exe");
 	self[n] = '\0';
-	return spawn_switchd(self, t.name);
+	size_t switches = 0;
+	for (const auto &nd : t.nodes)
+		switches += nd.kind == NodeKind::Switch;
+	return spawn_switchd(self, t.name, switches);
 }
 
 bool is_cable_link(const Topology &t, const Link &l)

@@ -646,13 +646,7 @@ Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, siz
 	ro.qp_per_flow = true;
 	ro.trace_flows = c.x.trace_flows;
 	ro.stop = c.hooks.stop;
-	uint64_t last_start = c.flows.back().start_ns, bytes = 0;
-	for (const auto &f : c.flows)
-		bytes += f.size;
-	// expected wall time: the flows' span plus every byte once through one host link (a rough
-	// upper bound for incasts), capped by the time limit
-	const double fabric_est_ns = double(last_start) + double(bytes) * 8 / double(k.host_rate_bps) * 1e9;
-	const double expected_s = std::min(fabric_est_ns, double(last_start + c.x.duration_ns)) * c.d_now / 1e9;
+	const double expected_s = expected_attempt_wall_s(c, c.d_now);
 	const std::string label = "scheme " + std::to_string(idx + 1) + "/" + std::to_string(c.x.schemes.size()) + " " + scheme;
 	const double t0 = wall_s();
 	ro.progress = [&](size_t done, size_t total, uint64_t fabric_ns) {
@@ -713,12 +707,39 @@ Result<SchemeResult> run_scheme(ExperimentRun &c, const std::string &scheme, siz
 	return s;
 }
 
+double expected_attempt_wall_s(const ExperimentRun &c, double d, double fixed_s)
+{
+	if (c.flows.empty())
+		return fixed_s;
+	uint64_t last_start = 0, busiest = 0;
+	std::map<std::string, uint64_t> in, out;
+	for (const auto &f : c.flows) {
+		last_start = std::max(last_start, f.start_ns);
+		busiest = std::max({busiest, in[f.dst] += f.size, out[f.src] += f.size});
+	}
+	const double rate = double(c.cal.host_rate_bps ? c.cal.host_rate_bps : 1);
+	const double fabric_ns = double(last_start) + double(busiest) * 8 / rate * 1e9;
+	return std::min(fabric_ns, double(last_start + c.x.duration_ns)) * d / 1e9 + fixed_s;
+}
+
 Result<SchemeResult> run_scheme_attempts(ExperimentRun &c, const std::string &scheme, size_t idx)
 {
 	const Calibration &k = c.cal;
 	Result<SchemeResult> r = make_error("no attempt");
 	std::vector<std::string> earlier;
 	for (int at = 1; at <= c.x.attempts && !c.hooks.stop(); at++) {
+		const double need = expected_attempt_wall_s(c, at == 1 ? k.d : c.d_now);
+		if (std::string why = c.hooks.budget(need); !why.empty()) {
+			if (at == 1) { // not started: skipped with the reason, as a refused fabric is
+				SchemeResult s;
+				s.scheme = scheme;
+				s.skipped = why;
+				return s;
+			}
+			earlier.push_back("attempt " + std::to_string(at) + " not started: " + why);
+			r->earlier = earlier;
+			break;
+		}
 		if (at == 1 && c.d_now != k.d)
 			QN_TRY(bring_up(c, k.d));
 		r = run_scheme(c, scheme, idx);

@@ -116,6 +116,9 @@ struct RunHooks {
 	std::function<bool()> stop = [] { return false; };
 	std::function<void(const std::string &what, double expected_s)> phase = [](const std::string &, double) {};
 	std::function<void(const std::string &what, double expected_s)> tick = [](const std::string &, double) {};
+	// Asked before every attempt with its expected wall time: a reason it must not start
+	// (`run --max-wall`), or "".
+	std::function<std::string(double expected_s)> budget = [](double) { return std::string(); };
 };
 
 struct ExperimentRun {
@@ -161,6 +164,12 @@ Result<SchemeResult> run_scheme(ExperimentRun &r, const std::string &scheme, siz
 // Attempts until one is VALID (DESIGN.md §5): a CPU-bound attempt at an auto D is retried at
 // next_dilation(D), any other at the same D; every scheme starts at the calibrated D.
 Result<SchemeResult> run_scheme_attempts(ExperimentRun &r, const std::string &scheme, size_t idx);
+
+// The expected wall time of one attempt at D: the flows' span plus the busiest host link's bytes
+// (sent or received) at the host rate, capped by the experiment's time limit, times D, plus the
+// attempt's fixed cost (the engine opening its sockets, counters read before and after:
+// `fixed_s`). A core bottleneck or a scheme that backs off takes longer.
+double expected_attempt_wall_s(const ExperimentRun &r, double d, double fixed_s = 2.0);
 
 // The switch settings a scheme runs with: its derived profile, then the experiment's `switch`
 // lines for every scheme, then those for this scheme (later wins).

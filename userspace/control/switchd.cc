@@ -401,7 +401,7 @@ Status run_switchd(const std::string &topology)
 	return ok_status();
 }
 
-Status spawn_switchd(const std::string &self, const std::string &topology)
+Status spawn_switchd(const std::string &self, const std::string &topology, size_t switches)
 {
 	stop_switchd(topology);
 	posix_spawn_file_actions_t fa;
@@ -425,8 +425,11 @@ Status spawn_switchd(const std::string &self, const std::string &topology)
 		return sys_error(rc, "start " + self + " switchd " + topology);
 	std::ofstream(pid_path(topology)) << pid << "\n";
 	// It must come up (open its sockets and ring buffers) or say why. 10 s: under QEMU's TCG
-	// (the kernel CI) exec and start-up of the 28 MB binary took over 2 s once.
-	for (int i = 0; i < 500; i++) {
+	// (the kernel CI) exec and start-up of the 28 MB binary took over 2 s once; plus 0.25 s per
+	// switch (its raw sockets, pins and gauges: a k=4 fat-tree's 20 switches were seen ready a
+	// few seconds after a fixed 10 s, issue 45).
+	const int polls = 500 + int(switches) * 12;
+	for (int i = 0; i < polls; i++) {
 		std::ifstream lf(log_path(topology));
 		std::string log((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
 		if (log.find("switchd " + topology + ":") != std::string::npos)
@@ -436,7 +439,8 @@ Status spawn_switchd(const std::string &self, const std::string &topology)
 			return make_error("switchd " + topology + " exited: " + log);
 		usleep(20000);
 	}
-	return make_error("switchd " + topology + " did not start within 10 s (log " + log_path(topology) + ")");
+	return make_error("switchd " + topology + " did not start within " + std::to_string(polls / 50) + " s (log " +
+			  log_path(topology) + ")");
 }
 
 void stop_switchd(const std::string &topology)

@@ -16,8 +16,9 @@ namespace qn {
 Status run_switchd(const std::string &topology);
 
 // Start `quench switchd NAME` detached (own session, log in /run/quench/NAME.switchd.log,
-// pid in /run/quench/NAME.switchd.pid). `self` is this executable's path.
-Status spawn_switchd(const std::string &self, const std::string &topology);
+// pid in /run/quench/NAME.switchd.pid). `self` is this executable's path; `switches` sizes the
+// wait for its ready line (its start-up opens sockets and maps per switch and port).
+Status spawn_switchd(const std::string &self, const std::string &topology, size_t switches = 1);
 // Stop it (pidfile, then any process whose command line is `... switchd NAME`).
 void stop_switchd(const std::string &topology);
 

@@ -93,7 +93,7 @@ struct Command {
 inline const std::vector<Command> &commands()
 {
 	static const std::vector<Command> c = {
-		{"topo", "topologies: check, up, down, show"},
+		{"topo", "topologies: check, up, down, show, fattree"},
 		{"switch", "switches: stats, set, keys"},
 		{"gen", "run a workload on the host engine (AF_XDP): FCTs, counters and the validity verdict"},
 		{"engine", "serve a topology's hosts and cables (idle) until Ctrl-C or --timeout"},

@@ -91,6 +91,7 @@ struct RunArgs {
 	int link_credit = -1; // frames a late host link absorbs (-1: the engine's default)
 	double adapt_from = 0; // start at this D and adapt it as with auto D (controls, tests)
 	bool quiet = false;
+	double max_wall_s = 0; // --max-wall: no attempt starts that would end after this
 	std::vector<std::string> schemes;
 };
 
@@ -112,6 +113,9 @@ int cmd_run(int argc, char **argv, int first)
 	cli::number(app, "--link-credit", a.link_credit, 0, 64, "the link pacer's credit in frames");
 	auto *adapt = cli::number(app, "--adapt-from", a.adapt_from, 1, 10000, "first D; CPU-bound attempts retried at 1.5 x D");
 	cli::number(app, "--dilation", a.dilation, 1, 1e5, "the D every scheme runs at (no calibration of D)")->excludes(adapt);
+	cli::number(app, "--max-wall", a.max_wall_s, 1, 1e7,
+		    "seconds: an attempt expected to end after this much wall time since the start is not started "
+		    "(its scheme is skipped, or keeps its last attempt)");
 	app.add_option_function<std::string>(
 		"--schemes",
 		[&a](const std::string &v) {
@@ -178,6 +182,18 @@ int cmd_run(int argc, char **argv, int first)
 	c.hooks.stop = stopped;
 	c.hooks.phase = [&prog](const std::string &w, double e) { prog.phase(w, e); };
 	c.hooks.tick = [&prog](const std::string &w, double e) { prog.tick(w, e); };
+	const double t_begin = wall_s();
+	c.hooks.budget = [&a, t_begin](double need) -> std::string {
+		if (a.max_wall_s <= 0)
+			return "";
+		const double used = wall_s() - t_begin;
+		if (used + need <= a.max_wall_s)
+			return "";
+		char b[160];
+		std::snprintf(b, sizeof(b), "--max-wall %g s: an attempt is expected to take %.0f s and %.0f s are left",
+			      a.max_wall_s, need, std::max(0.0, a.max_wall_s - used));
+		return b;
+	};
 	setup_libbpf_logging(false);
 	std::signal(SIGINT, [](int) { g_stop = 1; });
 	std::signal(SIGTERM, [](int) { g_stop = 1; });
@@ -209,6 +225,24 @@ int cmd_run(int argc, char **argv, int first)
 	if (a.adapt_from > 0)
 		c.cal.adapt = true;
 	std::string meta = metadata_text(c);
+	{
+		// The plan: the D chosen and the wall time it implies, before anything runs.
+		const double per = expected_attempt_wall_s(c, c.cal.d), n = double(c.x.schemes.size());
+		char b[320];
+		std::snprintf(b, sizeof(b),
+			      "expected_wall_s %.0f per scheme at D=%g (the flows' span plus the busiest host link's "
+			      "bytes, x D), %.0f for %zu schemes, %.0f if every scheme took all %d attempts (a retry at "
+			      "1.5 x D)\n",
+			      per, c.cal.d, per * n, c.x.schemes.size(),
+			      [&] {
+				      double t = 0, d = c.cal.d;
+				      for (int i = 0; i < c.x.attempts; i++, d = c.cal.adapt ? next_dilation(d) : d)
+					      t += expected_attempt_wall_s(c, d);
+				      return t * n;
+			      }(),
+			      c.x.attempts);
+		meta += b;
+	}
 	std::fprintf(txt, "%s", meta.c_str());
 	if (c.cal.link_rate_ratio < 0.97)
 		std::fprintf(txt,

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "control/bringup.h"
 #include "control/exec.h"
 #include "control/experiment.h"
+#include "control/fattree.h"
 #include "control/report.h"
 #include "control/runner.h"
 #include "control/rxe_host.h"
@@ -74,6 +76,8 @@ struct Args {
 	std::vector<std::string> bench_sets;  // bench switch --set KEY=VALUE
 	uint64_t bench_depth = 0;             // bench switch --depth
 	int bench_tos = -1;                   // bench switch --tos
+	qn::FatTreeSpec fattree;              // topo fattree
+	std::string out;                      // topo fattree -o
 };
 
 // The topology, switch and bench commands on CLI11: every option where the command takes it,
@@ -136,6 +140,17 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 	params(down);
 	name(down);
 	down->add_flag("--all", a.all, "every quench topology");
+	CLI::App *ft = topo->add_subcommand("fattree", "write a k-ary fat-tree topology file (docs/topology-format.md \"Fat-trees\")");
+	ft->add_option("--k", a.fattree.k, "pods, ports per switch: even, 4..16 (k^3/4 hosts)")->required();
+	name(ft);
+	ft->add_option("--rate", a.fattree.rate, "host links' rate ($RATE; default 100Gbps)");
+	ft->add_option("--fabric-rate", a.fattree.fabric_rate, "switch links' rate ($FABRIC; default the host rate)");
+	ft->add_option("--delay", a.fattree.delay, "host links' delay ($DELAY; default 1us)");
+	ft->add_option("--fabric-delay", a.fattree.fabric_delay,
+		       "switch links' delay ($FABRIC_DELAY; default 1us; > 0 makes them cables)");
+	ft->add_option("--buffer", a.fattree.buffer, "every switch's buffer (default 32MB)");
+	ft->add_option("--mtu", a.fattree.mtu, "every link's MTU (default 2048)");
+	ft->add_option("-o,--out", a.out, "write the file here (default: stdout)");
 	CLI::App *show = topo->add_subcommand("show", "running topologies (or NAME), ports, addresses");
 	args(show, "NAME", false);
 	name(show);
@@ -239,7 +254,7 @@ qn::Result<qn::Topology> load(const Args &a, const std::string &file)
 int cmd_topo(const Args &a)
 {
 	if (a.pos.size() < 2)
-		return fail("topo needs a subcommand (check, up, down, show)");
+		return fail("topo needs a subcommand (check, up, down, show, fattree)");
 	const std::string &sub = a.pos[1];
 	if (sub == "show") {
 		if (a.pos.size() > 3)
@@ -252,6 +267,26 @@ int cmd_topo(const Args &a)
 			std::printf("note: topology %s was brought up by a quench run that is gone (killed?): `quench topo down "
 				    "%s` or the next `quench run` removes it\n",
 				    o.c_str(), o.c_str());
+		return 0;
+	}
+	if (sub == "fattree") {
+		qn::FatTreeSpec spec = a.fattree;
+		spec.name = a.name;
+		auto text = qn::fattree_text(spec);
+		if (!text)
+			return fail(text.error().to_string());
+		// The file must parse as written (a bad rate or delay names its field here, not at up).
+		if (auto t = qn::parse_topology(*text, "fattree"); !t)
+			return fail(t.error().to_string());
+		if (a.out.empty()) {
+			std::fputs(text->c_str(), stdout);
+			return 0;
+		}
+		std::ofstream f(a.out);
+		f << *text;
+		f.close();
+		if (!f)
+			return fail("cannot write " + a.out);
 		return 0;
 	}
 	if (sub == "down" && a.all) {

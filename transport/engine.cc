@@ -193,7 +193,8 @@ Status Engine::open_ports()
 		h->error_rate = hd.error_rate;
 		h->port_drops = hd.port_drops;
 		h->pacer = LinkPacer(hd.link_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli(),
-				     opt_.link_credit_frames * serialization_ns(wire_bytes(hd.mtu + QN_ETH_HLEN), hd.link_bps));
+				     uint64_t(opt_.link_credit_frames *
+					      double(serialization_ns(wire_bytes(hd.mtu + QN_ETH_HLEN), hd.link_bps))));
 		auto port = hd.open(opt_.frames_per_port);
 		if (!port)
 			return port.error();

@@ -74,9 +74,13 @@ struct EngineOptions {
 					    // acked, so goodput can be read from the trace
 	uint64_t tx_horizon_wall_ns = 1000; // frames may be handed to the kernel this early (wall),
 					    // so one kick carries several; fabric horizon = this / D
-	uint32_t link_credit_frames = 1;    // a backlogged host link served late by up to this many
+	double link_credit_frames = 0.5;    // a backlogged host link served late by up to this many
 					    // full frames loses no link time (LinkPacer's credit; 0:
-					    // every late start is lost, as on 48ec9aa)
+					    // every late start is lost, as on 48ec9aa). Below the
+					    // switches' one-frame monitor credit by half a frame: a
+					    // catch-up of exactly one frame sat on the fast-window
+					    // threshold, and kick jitter flagged about half of them
+					    // (docs/experiments.md "Fast windows at the arrivals")
 	std::vector<std::string> only_hosts; // serve these hosts only (empty = every host)
 	// Store and forward on host links and cables (common.md §4's base RTT: a full frame's
 	// serialization per hop): the far end sees a frame when its last bit arrives, one

@@ -68,7 +68,7 @@ struct Rig {
 
 	// sf: store and forward (EngineOptions); off, frames are handed over at their first bit,
 	// so the tests below time the engine's own logic, not the link's.
-	explicit Rig(int n, bool sf = false, uint32_t credit_frames = 1)
+	explicit Rig(int n, bool sf = false, double credit_frames = 0.5)
 	{
 		auto t = parse_topology("name fake\ndefaults rate=10Gbps mtu=2048 delay=0us\nswitch tor\nhost h[1.." +
 						std::to_string(n) + "]\nlink h[1.." + std::to_string(n) + "] tor\n",
@@ -696,14 +696,16 @@ TEST_CASE("engine__store_and_forward_holds_each_frame_one_serialization_per_dire
 TEST_CASE("engine__after_a_late_pass_frames_catch_up_by_at_most_the_credit", "[engine]")
 {
 	// A host backlogged at line rate (store and forward); the loop then misses 40 frame times
-	// (a preempted CPU). What follows reaches the switch at most one frame (the link credit)
-	// ahead of line rate: no 8-frame window shorter than 8 serializations minus one frame (the
-	// switch's fast-window test, docs/experiments.md). This is why the fast windows of
-	// small-message runs are not the engine's catch-up (docs/experiments.md "Fast windows on
-	// small-message workloads"). Negative control: a credit of 3 frames catches up 3 at once
-	// and fails the same check.
-	std::map<uint32_t, bool> fast;
-	for (uint32_t credit : {1u, 3u}) {
+	// (a preempted CPU). What follows reaches the switch at most the link credit ahead of line
+	// rate. The switch's fast-window test (docs/experiments.md) flags an 8-frame window shorter
+	// than 8 serializations minus one frame; with the default credit of half a frame every
+	// window stays at least half a frame above that threshold, a margin wider than the kicks'
+	// wall-clock jitter. With a credit of one frame the catch-up sits exactly on the threshold
+	// (CI-equivalent runs of 2026-11-28: 1-2.5% of arrival windows flagged, the runs INVALID;
+	// docs/experiments.md "Fast windows at the arrivals"); the negative control, three frames,
+	// is below it.
+	std::map<double, uint64_t> shortest; // the shortest 8-frame span after the late pass
+	for (double credit : {0.5, 1.0, 3.0}) {
 		CAPTURE(credit);
 		Rig r(2, true, credit);
 		auto a = r.e->connect("h1", "h2", pausing_qp());
@@ -716,12 +718,14 @@ TEST_CASE("engine__after_a_late_pass_frames_catch_up_by_at_most_the_credit", "[e
 		r.run_to(late + 60 * kSerNs);
 		auto v = frames_of(r, "h1", sa, late, late + 60 * kSerNs);
 		REQUIRE(v.size() >= 20);
-		fast[credit] = false;
-		// 8 ns of slack: serialization times are rounded up to whole ns, once per frame
+		shortest[credit] = UINT64_MAX;
 		for (size_t i = 8; i < v.size(); i++)
-			if (v[i]->t - v[i - 8]->t + kSerNs + 8 < 8 * kSerNs)
-				fast[credit] = true;
+			shortest[credit] = std::min<uint64_t>(shortest[credit], v[i]->t - v[i - 8]->t);
 	}
-	CHECK_FALSE(fast[1]);
-	CHECK(fast[3]);
+	// 8 ns of slack: serialization times are rounded up to whole ns, once per frame
+	const uint64_t threshold = 7 * kSerNs; // 8 serializations minus the monitor's one frame
+	CHECK(shortest[0.5] + 8 >= threshold + kSerNs / 2);
+	CHECK(shortest[1.0] + 8 >= threshold);
+	CHECK(shortest[1.0] < threshold + kSerNs / 4); // on the threshold: jitter decides
+	CHECK(shortest[3.0] + 8 < threshold);
 }

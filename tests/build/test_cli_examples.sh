@@ -43,7 +43,7 @@ good=(
 	"engine abc --timeout 1s"
 	"agent abc --cc dcqcn --cc-set rai=1Mbps --paper --base-rtt 200us --duration 5s --trace-out r.csv --no-pace --no-pause"
 	"run netns/experiments/incast-bg.exp --out /tmp/r --dilation 400 --schemes dcqcn,dcqcn+w --attempts 1 --link-credit 1 --name abc --quiet"
-	"run netns/experiments/incast-bg.exp --adapt-from 100"
+	"run netns/experiments/incast-bg.exp --adapt-from 100 --max-wall 600"
 	"compare /tmp/a /tmp/b"
 	"run netns/experiments/incast-bg.exp --format json"
 	"gen abc --format json"

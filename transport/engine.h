@@ -217,6 +217,8 @@ struct Health {
 	double link_efficiency = 1.0;       // min over backlogged hosts
 	std::string link_efficiency_host;   // the host with that minimum
 	uint64_t stalls = 0, stall_max_wall_ns = 0;
+	uint64_t rearm_deferred = 0;        // socket polls the kernel would not re-arm at once
+					    // (kept and re-armed at a later wait)
 	// Passes longer than one frame time at the switches' monitors (their credit, wall): one or
 	// two in a row are a stop of the engine's CPU inside a pass (preemption, which the stall
 	// check between passes cannot see) and become stall periods like loop stalls; runs of three

@@ -66,6 +66,9 @@ std::string Health::to_text() const
 	  << stall_max_wall_ns << " ns); passes longer than a frame time (" << long_pass_wall_ns
 	  << " ns wall): " << pass_stops << " stops (1-2 in a row), " << overload_passes
 	  << " in longer runs (the engine behind), of " << moved_passes << " passes that moved frames\n"
+	  << (rearm_deferred ? "  io_uring: " + std::to_string(rearm_deferred) +
+					 " socket polls re-armed late (the submission queue was full)\n"
+			     : std::string())
 	  << "  xsk drops " << xsk_drops << ", tx held " << tx_held << ", tx frames exhausted " << tx_no_frame
 	  << ", softnet drops " << softnet_drops
 	  << ", time_squeeze " << time_squeeze << ", veth drops " << veth_drops << "\n"
@@ -266,6 +269,7 @@ Health Engine::health()
 		}
 	}
 	r.stalls = stalls_;
+	r.rearm_deferred = rearm_failed_;
 	r.pass_stops = pass_stops_;
 	r.overload_passes = overload_passes_;
 	r.moved_passes = moved_passes_;

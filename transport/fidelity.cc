@@ -159,6 +159,17 @@ FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, 
 	return r;
 }
 
+std::vector<FidelityFigure> fidelity_figures(const FidelityReport &r)
+{
+	return {{"periods", double(r.periods), true},
+		{"time_affected_frac", r.time_affected_frac, false},
+		{"flows_touched", double(r.flows_touched), true},
+		{"flows_tagged", double(r.flows_tagged), true},
+		{"bytes_touched_frac", r.bytes_touched_frac, false},
+		{"bytes_tagged_frac", r.bytes_tagged_frac, false},
+		{"bytes_affected_frac", r.bytes_affected_frac, false}};
+}
+
 std::string fidelity_verdict(const FidelityReport &r)
 {
 	if (r.bytes_affected_frac <= kMaxAffectedBytesFrac)

@@ -83,6 +83,17 @@ struct FidelityReport {
 // `tag_frac` of its lifetime lay in affected periods.
 FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, uint64_t from, uint64_t to,
 			 double tag_frac = kTagAffectedFrac);
+// One run-level figure of a FidelityReport under its JSON and CSV name; `count` when it is a
+// whole number.
+struct FidelityFigure {
+	const char *name;
+	double value;
+	bool count;
+};
+// Return: every run-level figure, in one place: `gen --format json` and `run`'s summary.json
+// write this list (a figure added here reaches both).
+std::vector<FidelityFigure> fidelity_figures(const FidelityReport &r);
+
 // Return: why the run is INVALID on its affected periods (more than kMaxAffectedBytesFrac of
 // its bytes affected), or "" when it is not.
 std::string fidelity_verdict(const FidelityReport &r);

@@ -116,7 +116,7 @@ stable() {
 # The median of three VALID runs: one VALID run in CI came out 29% above q* (30871 B against
 # 23882, 224 packets retransmitted after fast-start drops) where others sit within 5%. Runs do
 # not always settle at one level: some move, mid-run, to a standing queue about 1.4-1.6 q* and
-# stay there (2026-11-28, 12 VALID runs at D=400-460, per-ms means: 24-27 KB in most, 33-38 KB
+# stay there (2026-11-28, 12 VALID runs at D=400-460, per-ms means: 24-27 KB in most, 33-36 KB
 # from 7 ms on in one, 36-40 KB throughout in another; cause not found, docs/ldcp.md). When the
 # three runs differ by more than 25% (max / min), two more are taken and the median is of five;
 # if the runs still disagree with each other and the median misses a bound, the check is

@@ -556,13 +556,9 @@ std::string summary_json(const ExperimentRun &c, const std::vector<SchemeResult>
 						 {"p95", b.p95},
 						 {"p99", b.p99}});
 		const FidelityReport &fr = s.rep.fidelity;
-		j["fidelity"] = json{{"periods", fr.periods},
-				     {"time_affected_frac", fr.time_affected_frac},
-				     {"flows_touched", fr.flows_touched},
-				     {"flows_tagged", fr.flows_tagged},
-				     {"bytes_touched_frac", fr.bytes_touched_frac},
-				     {"bytes_tagged_frac", fr.bytes_tagged_frac},
-				     {"bytes_affected_frac", fr.bytes_affected_frac}};
+		j["fidelity"] = json::object();
+		for (const auto &f : tp::fidelity_figures(fr))
+			j["fidelity"][f.name] = f.count ? json(uint64_t(f.value)) : json(f.value);
 		const Health &h = s.rep.health;
 		j["health"] = json{{"cpu_bound", h.cpu_bound},
 				   {"late_p99_ns", h.late_p99_ns},

@@ -325,11 +325,9 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 					   {"max", st.max}});
 	}
 	const FidelityReport &fr = rep.fidelity;
-	j["fidelity"] = json{{"periods", fr.periods},
-			     {"time_affected_frac", fr.time_affected_frac},
-			     {"flows_tagged", fr.flows_tagged},
-			     {"bytes_tagged_frac", fr.bytes_tagged_frac},
-			     {"bytes_affected_frac", fr.bytes_affected_frac}};
+	j["fidelity"] = json::object();
+	for (const auto &f : fidelity_figures(fr))
+		j["fidelity"][f.name] = f.count ? json(uint64_t(f.value)) : json(f.value);
 	j["traced"] = json::array();
 	for (const auto &[label, qh] : rep.traced)
 		j["traced"].push_back(label);

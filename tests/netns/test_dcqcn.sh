@@ -72,13 +72,11 @@ valid_run() {
 		jq -e .valid <<<"$out" >/dev/null && break
 		[ "$attempt" -lt 4 ] || break
 		d=$(((d * 3 / 2 + 9) / 10 * 10))
-		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 		"$QUENCH" topo up "$topo" --param N=9 --dilation "$d" >/dev/null
 		"$QUENCH" switch set "$TOPO_NAME/tor" $settings >/dev/null
 	done
 	echo "$name: $((attempt - 1)) INVALID attempt(s) before $(jq -e .valid <<<"$out" >/dev/null && echo "a VALID one at D=$d" || echo "giving up at D=$d")"
 	if [ "$d" != "$D" ]; then
-		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 		"$QUENCH" topo up "$topo" --param N=9 --dilation "$D" >/dev/null
 		"$QUENCH" switch set "$TOPO_NAME/tor" $settings >/dev/null
 	fi
@@ -251,8 +249,7 @@ jains="" convs="" fair_valid=0 fd=$FD raise=""
 for attempt in 1 2 3 4 5 6; do
 	if [ "$attempt" -gt 1 ] && [ -n "$raise" ]; then
 		fd=$(((fd * 3 / 2 + 9) / 10 * 10))
-		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
-		"$QUENCH" topo up "$dumb" --dilation "$fd" >/dev/null
+		"$QUENCH" topo up "$dumb" --dilation "$fd" >/dev/null # D changes in place
 		for sw in s1 s2; do "$QUENCH" switch set "$TOPO_NAME/$sw" pfc=on ecn_at=enqueue kmin=5000 kmax=200000 >/dev/null; done
 	fi
 	raise=""

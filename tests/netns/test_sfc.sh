@@ -37,10 +37,10 @@ RTF=$((RATE / 8 * 20 / 1000000 + 2062 + 24 + 90 + 24))
 RED="ecn=on ecn_at=dequeue kmin=4096 kmax=50000 pmax=0.01"
 
 STAR=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")
-# star_at D: the star (re)brought up at dilation D with the RED settings and $STAR_SET
+# star_at D: the star at dilation D (changed in place: `topo up` of the same topology) with the
+# RED settings and $STAR_SET
 STAR_SET=""
 star_at() {
-	[ -z "${STAR_D:-}" ] || "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 	"$QUENCH" topo up "$STAR" --preset long-10g --param N=25 --dilation "$1" >/dev/null
 	# shellcheck disable=SC2086
 	"$QUENCH" switch set "$TOPO_NAME/tor" $RED $STAR_SET >/dev/null

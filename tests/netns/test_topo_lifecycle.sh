@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# netns: leaf-spine comes up in under 10 s; `up` is idempotent; hosts reach each other across
+# netns: leaf-spine comes up in under 10 s; `up` is idempotent; `up` at another D changes it in
+# place (namespaces kept, shapers, programs and switchd follow); hosts reach each other across
 # spines (through the engine's cables); ECMP uses both spines; `down` leaves no namespace, veth, pin or state file, also
 # after an `up` that was killed half-way.
 source "$(dirname "$0")/lib.sh"
@@ -31,6 +32,31 @@ fi
 # (captured first: `| grep -q` would close the pipe early and, with pipefail, fail on SIGPIPE)
 second=$("$QUENCH" topo up "$topo" 2>&1) || fail "second up failed: $second"
 grep -q "already up" <<<"$second" || fail "second up was not a no-op: $second"
+
+# D changes in place: `up` of the same topology at another D re-shapes the ports, reloads the
+# switch programs and restarts switchd, and keeps the namespaces (the same inode) and veths.
+# Fails when the change falls back to down and up (a new namespace inode) or leaves a rate.
+# (iproute2 6.1 prints no JSON for HTB classes: the rate is matched in its text, e.g. "10Gbit")
+htb_rate() {
+	local line
+	line=$(ip netns exec "$(ns leaf1)" tc class show dev leaf1-p1 classid 1:1)
+	[[ $line =~ \ rate\ ([0-9.]+[KMG]?bit) ]] && echo "${BASH_REMATCH[1]}"
+}
+nsid() { stat -L -c %i "/run/netns/$(ns "$1")"; }
+read -r _ d0 </run/quench/"$TOPO_NAME".meta
+r0=$(htb_rate) i0=$(nsid h1) s0=$(cat /run/quench/"$TOPO_NAME".switchd.pid)
+d1=$(jq -n "$d0 * 2")
+third=$("$QUENCH" topo up "$topo" --dilation "$d1" 2>&1) || fail "up at D=$d1 failed: $third"
+! grep -q "in place failed" <<<"$third" || fail "D did not change in place: $third"
+read -r _ dn </run/quench/"$TOPO_NAME".meta
+r1=$(htb_rate) i1=$(nsid h1) s1=$(cat /run/quench/"$TOPO_NAME".switchd.pid)
+echo "D $d0 -> $dn in place: leaf1-p1 shaped at $r0 -> $r1, h1's namespace inode $i0 -> $i1, switchd $s0 -> $s1"
+holds "$dn == $d1" || fail "the meta file says D=$dn after an up at D=$d1"
+# the leaf-spine's links are 10 Gbit/s: 10Gbit at D=1, 5Gbit at D=2
+[ "$r0" = 10Gbit ] && [ "$r1" = 5Gbit ] || fail "leaf1-p1's shaper did not follow D $d0 -> $dn: $r0 -> $r1 (10Gbit -> 5Gbit)"
+[ "$i1" = "$i0" ] || fail "h1's namespace was made again (inode $i0 -> $i1): not in place"
+[ "$s1" != "$s0" ] && kill -0 "$s1" || fail "switchd was not restarted for the new D ($s0 -> $s1)"
+[ -e "/sys/fs/bpf/quench/$TOPO_NAME/leaf1/qn_fib" ] || fail "leaf1's pins are missing after the change"
 
 # Leaf-spine links have propagation delay: they are cables, carried by the engine.
 engine_bg engine

@@ -295,10 +295,7 @@ Result<ExperimentRun> prepare_run(const Experiment &x, const std::string &name)
 
 Status bring_up(ExperimentRun &r, double d)
 {
-	if (r.up) {
-		QN_TRY(topo_down(r.name));
-		r.up = false;
-	}
+	// A running topology changes D in place (topo_up: the namespaces and veths stay)
 	auto dl = Dilation::make(d);
 	if (!dl)
 		return dl.error();

@@ -45,8 +45,10 @@ out=$(gen --pattern pingpong --count 50 --size 1000 --dst h1 --senders h2) || fa
 #     for a valid one; the upper bound is checked on every attempt.
 valid_rate=""
 unchecked=""
-# Only a VALID run bounds the rate from below: up to five attempts (an INVALID one is counted)
-for i in 1 2 3 4 5; do
+# Only a VALID run bounds the rate from below: up to five attempts (an INVALID one is counted).
+# Under emulation no run is VALID and the lower bound is not asserted (DESIGN.md §7): one
+# attempt checks the upper bound (four more took 26 s of the 6.1 guest's time for nothing).
+for i in $(seq 1 "$(vm_or 1 5)"); do
 	out=$(gen --pattern long --size 4MB --dst h1 --senders h2 --qp-rate 2Gbps) || fail "rate-limited flow: $out"
 	gp=$(sed -n 's/^goodput \([0-9.]*\) Gbit.*/\1/p' <<<"$out")
 	v=$(sed -n 's/^validity: //p' <<<"$out")

@@ -209,7 +209,8 @@ struct qn_fib_val {
 	X(pfc_slip_bytes, "slip_B", "data bytes that left through this port while its neighbour had it paused") \
 	X(pcn_paused, "pn_in", "data packets counted into PN (PCN's NP-ECN): queued when a PAUSE from the neighbour began, or enqueued while it lasted") \
 	X(pcn_spared, "np_sp", "data packets over the marking threshold that left unmarked because they had been paused (NP-ECN)") \
-	X(pfc_slip_over, "slip_over", "pauses from the neighbour that let more data slip than this link's headroom holds (the pause latency exceeded its budget: a lossless run with one is not a result)")
+	X(pfc_slip_over, "slip_over", "pauses from the neighbour that let more data slip than this link's headroom holds (the pause latency exceeded its budget: a lossless run with one is not a result)") \
+	X(dq_judged, "", "ECT data packets RED judged at their departure (ecn_at=dequeue): ecn_ect less these left unjudged")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;
@@ -495,7 +496,10 @@ struct qn_qstate {
 	__s64 acct_bytes;       /* charged at enqueue (ingress), released at dequeue (tracepoint) */
 	__s64 acct_pkts;
 	__u64 peak_bytes;       /* highest queue depth seen, bytes */
-	__u64 last_bytes;       /* depth the last ingress decision read */
+	__u64 last_bytes;       /* the real queue at the latest event: with the last packet the
+	                         * ingress stage admitted (ahead of it when not admitted), or behind
+	                         * the last departure the dequeue hook saw; what queue probes read
+	                         * (acct_bytes drifts, acct.h) */
 	__u64 last_pkts;
 	__u64 vq_bytes;         /* virtual queue (fallback): a token bucket like the port's HTB */
 	__s64 vq_tokens;        /* its tokens, at most the port's burst; negative after an overdraw */

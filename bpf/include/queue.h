@@ -106,6 +106,10 @@ static __always_inline __s64 qn_charge(struct qn_qstate *qs, __u32 len, int vq_u
 
 	__sync_fetch_and_add(&qs->acct_bytes, len);
 	__sync_fetch_and_add(&qs->acct_pkts, 1);
+	/* the real queue with this packet in it, for the probes (qn_stage_queue wrote it ahead) */
+	qs->last_bytes += len;
+	qs->last_pkts++;
+	qn_peak(qs, qs->last_bytes); /* a sample never exceeds the peak */
 	if (used)
 		u = __sync_fetch_and_add(used, len) + len;
 	if (!vq_used)

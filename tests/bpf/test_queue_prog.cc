@@ -284,11 +284,12 @@ TEST_CASE("qn_tc_ingress__accounting_and_mark", "[bpf][queue]")
 	CHECK(after.acct_pkts - before.acct_pkts == 1);
 	CHECK(fx.buffer_used() - used == int64_t(f.size()));
 	CHECK(out.mark == (QN_MARK_MAGIC | (0u << QN_MARK_PORT_SHIFT) | (3u << QN_MARK_PRIO_SHIFT)));
-	// Expect: the depth the decision used is recorded.
+	// Expect: the queue the probes read is the depth the decision used plus the admitted packet
+	// (the real queue with it in); the peak is at least the depth read.
 	fx.depth(12'345, 7);
 	fx.ingress(f, kHostPort);
-	CHECK(fx.qstate().last_bytes == 12'345);
-	CHECK(fx.qstate().last_pkts == 7);
+	CHECK(fx.qstate().last_bytes == 12'345 + f.size());
+	CHECK(fx.qstate().last_pkts == 8);
 	CHECK(fx.qstate().peak_bytes >= 12'345);
 }
 

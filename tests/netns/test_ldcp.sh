@@ -113,15 +113,11 @@ stable() {
 	QMEAN=$(awk -F, -v e="$end" 'NR > 1 && $2 >= 2000000 && $2 <= e { s += $3; n++ } END { if (n) printf "%.0f", s / n; else print -1 }' "$WORK/q.csv")
 	GOOD=$(jq '.goodput_gbps / (10 * 2004 / 2086)' <<<"$OUT")
 }
-# The median of three VALID runs: one VALID run in CI came out 29% above q* (30871 B against
-# 23882, 224 packets retransmitted after fast-start drops) where others sit within 5%. Runs do
-# not always settle at one level: some move, mid-run, to a standing queue about 1.4-1.6 q* and
-# stay there (2026-11-28, 12 VALID runs at D=400-460, per-ms means: 24-27 KB in most, 33-36 KB
-# from 7 ms on in one, 36-40 KB throughout in another; cause not found, docs/ldcp.md). When the
-# three runs differ by more than 25% (max / min), two more are taken and the median is of five;
-# if the runs still disagree with each other and the median misses a bound, the check is
-# inconclusive (reported at the end with the numbers), not failed: a bound on one level cannot
-# judge a fabric that sits at two. Runs that agree with each other are judged.
+# The median of three VALID runs (five when the three differ by more than 25%, max / min). Runs
+# that settled at 1.4-3 q* (2026-11-27/28) were the queue probe's error, not LDCP's: it read the
+# switch's accounts, which keep every departure the dequeue hook missed until the queue empties,
+# and a standing queue never does (docs/ldcp.md "Two levels in the stable stage": the levels
+# followed the missed bytes; read from the real queue, six runs at 22-23 KB).
 qs="" gs=""
 for rep in 1 2 3 4 5; do
 	if [ "$rep" -eq 4 ] && holds "$(printf '%s\n' $qs | jq -s 'max / min <= 1.25')"; then
@@ -136,21 +132,12 @@ GOOD=$(printf '%s\n' $gs | "$QUENCH" analyze numbers | jq .p50)
 QM1=$QMEAN
 SPREAD=$(printf '%s\n' $qs | jq -s 'max / min * 1000 | round / 1000')
 echo "stable: mean queue $QMEAN B (median of$qs; max / min $SPREAD; q* $QSTAR B, model $MQ B), goodput $GOOD of the payload ceiling (median)"
-stable_unchecked=""
-if holds "$QMEAN >= 0.8 * $QSTAR and $QMEAN <= 1.2 * $QSTAR and $QMEAN >= 0.9 * $MQ and $QMEAN <= 1.1 * $MQ"; then
-	:
-elif holds "$SPREAD > 1.25"; then
-	stable_unchecked="stable: runs at different levels (mean queues$qs B, max / min $SPREAD): the median $QMEAN B against q* $QSTAR B (±20%) and the model's $MQ B (±10%) not judged (inconclusive)"
-	echo "$stable_unchecked"
-else
-	holds "$QMEAN >= 0.8 * $QSTAR and $QMEAN <= 1.2 * $QSTAR" || fail "stable: mean queue $QMEAN B is not within 20% of q* = $QSTAR B"
-	fail "stable: mean queue $QMEAN B is not within 10% of the model's $MQ B"
-fi
+holds "$QMEAN >= 0.8 * $QSTAR and $QMEAN <= 1.2 * $QSTAR" || fail "stable: mean queue $QMEAN B is not within 20% of q* = $QSTAR B (runs:$qs)"
+holds "$QMEAN >= 0.9 * $MQ and $QMEAN <= 1.1 * $MQ" || fail "stable: mean queue $QMEAN B is not within 10% of the model's $MQ B (runs:$qs)"
 holds "$GOOD >= 0.95" || fail "stable: goodput $GOOD of the payload ceiling (< 0.95)"
 "$QUENCH" switch set "$TOPO_NAME/tor" ecn=off >/dev/null
 stable
 echo "stable with RED off: mean queue $QMEAN B"
 holds "$QMEAN > 1.2 * $QSTAR" || fail "RED off: the mean queue $QMEAN B is still within 20% of q*: the check cannot fail"
 
-[ -z "$stable_unchecked" ] || skip "every other check passed; $stable_unchecked"
 pass "fast start: N=$NOK IW messages into $L frames: 0 timeouts, 0 tail drops, $ldcp LDCP drops; N=$N2: timeouts; rule off: $tail3 tail drops; L5: 0 tail drops with gamma, $tail5 with cw_min=1; stable: queue $QM1 B vs q* $QSTAR B and model $MQ B"

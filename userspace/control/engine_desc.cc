@@ -147,7 +147,9 @@ tp::EngineDesc engine_desc(const Topology &t, const PortFactory &ports, bool pro
 								 uint32_t key = port_no;
 								 if (bpf_map_lookup_elem(*fd, &key, &q) != 0)
 									 return sys_error(errno, "read qn_qstate");
-								 return q.acct_bytes > 0 ? uint64_t(q.acct_bytes) : 0;
+								 // the real queue at the latest event, not the
+								 // accounts (qn_abi.h qn_qstate.last_bytes)
+								 return q.last_bytes;
 							 }});
 			if (p.port_no < 0 || p.port_no >= QN_MAX_PORTS)
 				continue;

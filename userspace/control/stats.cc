@@ -120,8 +120,11 @@ NamedCounters counters_by_name(const PortCounters &p)
 	for (const auto &c : port_counter_info())
 		v.push_back({c.name, port_counter(p.s, c)});
 	v.push_back({"queue_peak_bytes", p.q.peak_bytes, level});
-	v.push_back({"queue_bytes", p.q.acct_bytes > 0 ? uint64_t(p.q.acct_bytes) : 0, level});
-	v.push_back({"queue_pkts", p.q.acct_pkts > 0 ? uint64_t(p.q.acct_pkts) : 0, level});
+	// The real queue at the latest enqueue or departure; the accounts beside it (acct.h: a
+	// departure the dequeue hook missed stays charged until the queue empties).
+	v.push_back({"queue_bytes", p.q.last_bytes, level});
+	v.push_back({"queue_pkts", p.q.last_pkts, level});
+	v.push_back({"charged_bytes", p.q.acct_bytes > 0 ? uint64_t(p.q.acct_bytes) : 0, level});
 	// PFC: what this port's neighbour paused (pfc.h; an open pause counted to its end or now)
 	// and what this ingress port's accounts took while they paused their neighbour.
 	uint64_t paused = p.q.paused_rx_ns;

@@ -162,6 +162,7 @@ void Engine::switch_monitor_health(Health &r, bool since_begin) const
 					if (!fp.ps_per_byte || !l.frames)
 						continue;
 					l.backlogged_ns = uint64_t(double(l.backlogged_ns) / d);
+					l.frame_ns = uint64_t(double(fp.credit_wall_ns) / d);
 					l.lost_ns = uint64_t(double(l.lost_ns) / d);
 					uint64_t in_stalls = 0;
 					for (const auto &[from, to] : m->lost_at[size_t(i) * 2 + size_t(dir)].intervals())

@@ -82,11 +82,9 @@ static __always_inline int qn_dq_red_decide(const struct qn_swcfg *cfg, __u32 ep
 
 	if (!(tos & QN_ECN_MASK) || (tos & QN_ECN_MASK) == QN_ECN_CE)
 		return 0;
-	st = bpf_map_lookup_elem(&qn_port_stats, &eport);
-	if (st)
-		st->dq_judged++;
 	if (!qn_red_decide(&cfg->red, backlog))
 		return 0;
+	st = bpf_map_lookup_elem(&qn_port_stats, &eport);
 	if (spare) {
 		if (st)
 			st->pcn_spared++;
@@ -191,8 +189,8 @@ static __always_inline int qn_dequeue_hook(struct Qdisc *q, const struct netdev_
 	/* The bulk's bytes: RED, the peak and the departure monitor judge each packet on the queue
 	 * behind it (qn_dq_one). A multi-queue veth (one tx queue per CPU) is dequeued in bulks of
 	 * up to 1 + 8 (try_bulk_dequeue_skb_slow); judged on the backlog after the whole bulk, the
-	 * bulk's first packets saw up to 8 frames too little queue, and LDCP's stable stage settled
-	 * 1.4-3x above q* in the runs with more bulks (docs/switch.md "RED in a bulk"). */
+	 * bulk's first packets saw up to 8 frames too little queue (docs/switch.md "What the queue
+	 * probes read"). No lookup: loads of the skbs the tracepoint hands over. */
 	{
 		struct sk_buff *s = skb;
 #define QN_DQ_SUM(n)                                                                               \
@@ -232,7 +230,7 @@ summed:
 #undef QN_DQ_STEP
 done:
 	/* The port's real queue after this departure, for the probes that read qn_qstate between
-	 * events (the ingress stage writes it before each enqueue). The accounts (acct_bytes) are
+	 * events (the ingress stage writes it at each enqueue, with the admitted packet). The accounts (acct_bytes) are
 	 * no measure of it: a departure this hook never saw stays charged until the queue empties
 	 * (acct.h), and a standing queue never does (docs/switch.md "What the queue probes read"). */
 	d.qs->last_bytes = d.backlog;

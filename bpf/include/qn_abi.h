@@ -209,8 +209,7 @@ struct qn_fib_val {
 	X(pfc_slip_bytes, "slip_B", "data bytes that left through this port while its neighbour had it paused") \
 	X(pcn_paused, "pn_in", "data packets counted into PN (PCN's NP-ECN): queued when a PAUSE from the neighbour began, or enqueued while it lasted") \
 	X(pcn_spared, "np_sp", "data packets over the marking threshold that left unmarked because they had been paused (NP-ECN)") \
-	X(pfc_slip_over, "slip_over", "pauses from the neighbour that let more data slip than this link's headroom holds (the pause latency exceeded its budget: a lossless run with one is not a result)") \
-	X(dq_judged, "", "ECT data packets RED judged at their departure (ecn_at=dequeue): ecn_ect less these left unjudged")
+	X(pfc_slip_over, "slip_over", "pauses from the neighbour that let more data slip than this link's headroom holds (the pause latency exceeded its budget: a lossless run with one is not a result)")
 
 struct qn_port_stats {
 #define QN_X_FIELD(name, column, doc) __u64 name;

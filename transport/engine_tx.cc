@@ -89,15 +89,22 @@ void Engine::apply_cc(Qp &q, uint64_t now)
 	const uint64_t rate = q.limit_bps ? std::min(q.limit_bps, o.rate_bps) : o.rate_bps;
 	const uint64_t old_rate = q.rate_bps;
 	q.rate_bps = rate >= link ? 0 : rate;
-	if (q.rate_bps != old_rate && q.next_ok_ns > now && q.last_wire) {
+	// The gap a packet leaves behind it at a rate (0: the link's own, its serialization). A QP
+	// at the line rate has no limiter: its next_ok_ns is its last departure, and its next
+	// packet may go one serialization at the link rate later.
+	const auto gap = [&](uint64_t r) { return serialization_ns(q.last_wire, r ? r : link); };
+	const uint64_t old_next = old_rate ? q.next_ok_ns : q.next_ok_ns + gap(0);
+	if (q.rate_bps != old_rate && q.last_wire && old_next > now) {
 		// A packet waiting for the gap the last one left at the old rate waits the gap at the
 		// new rate instead: the next send time moves by the difference, as a NIC's rate
 		// limiter does (and the ns-3 RDMA simulator's RdmaHw::ChangeRate). Without it a QP
 		// whose last packet left at R_min waits that gap (16.7 ms for 2 KB at 1 Mbit/s)
-		// however soon its rate recovers (docs/cc.md "Model against emulator").
-		const uint64_t old_gap = serialization_ns(q.last_wire, old_rate);
-		const uint64_t new_gap = serialization_ns(q.last_wire, q.rate_bps);
-		q.next_ok_ns = q.next_ok_ns + new_gap > old_gap ? q.next_ok_ns + new_gap - old_gap : 0;
+		// however soon its rate recovers (docs/cc.md "Model against emulator"). A cut from
+		// the line rate counts the same way from the last departure: without it the next
+		// packet left at the line rate, one packet late for every sender's first cut (the
+		// 10 Gbit/s incast's peak queue 6-21% above the reference model's).
+		const uint64_t old_gap = gap(old_rate), new_gap = gap(q.rate_bps);
+		q.next_ok_ns = old_next + new_gap > old_gap ? old_next + new_gap - old_gap : 0;
 		if (q.scheduled) {
 			q.sched_gen++;
 			q.scheduled = false;

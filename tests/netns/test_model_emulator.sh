@@ -5,7 +5,10 @@
 #     variants with the same parameters on both sides (the spec's values for this fabric,
 #     dcqcn.md §4: R_AI 10, R_HAI 50, R_min 25 Mbit/s, B 2.5 MB, N 50 us, T = tau' 55 us) and the
 #     same switch (RED Kmin 4096 B, Kmax 50 KB, Pmax 1%, decided at dequeue; PFC on). Bounds: peak
-#     queue within +-20%, mean FCT within +-15%, CNPs within +-30% of the model.
+#     queue within +-10%, mean FCT within +-15%, CNPs within +-30% of the model. (The peak's bound
+#     was +-20% while the engine sent one packet too many at the line rate after each sender's
+#     first cut: peaks +6 to +21%, one fresh-clone run failed; fixed, +1 to +3%: docs/cc.md
+#     "A cut from the line rate came one packet late".)
 # (b) An 8:1 incast of 500 KB on the 100 Gbit/s star, the Mellanox variant with its
 #     firmware set unchanged (N 4 us, tau' 1 us, T 300 us, R_AI 5 Mbit/s, R_min 1 Mbit/s; the
 #     cuts reach a few Mbit/s and the rate recovers while a packet waits: the re-pacing of
@@ -46,7 +49,7 @@ fabric() {
 		"$QUENCH" switch set "$TOPO_NAME/tor" pfc=on ecn=on ecn_at=dequeue kmin=4096 kmax=50000 pmax=0.01 >/dev/null
 		params="--cc-set rai=10Mbps --cc-set rhai=50Mbps --cc-set rmin=25Mbps --cc-set b=2500000 --cc-set n=50us --cc-set t=55us --cc-set tau_alpha=55us"
 		mopts="--rate 10Gbps --duration 80ms --kmin 4096 --kmax 50000"
-		size=5MB keep="" bounds="0.20 0.15 0.30"
+		size=5MB keep="" bounds="0.10 0.15 0.30"
 		;;
 	100g)
 		local f

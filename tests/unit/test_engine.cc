@@ -612,8 +612,9 @@ TEST_CASE("engine__rate_change_repaces_the_waiting_packet", "[engine]")
 	// rate) and sets the line rate at 20 us, while the second frame waits for the first one's
 	// gap. Expect: the second frame leaves at 20 us (the gap at the new rate has passed), not
 	// 1.67 ms after the first, as a NIC's rate limiter does (the ns-3 RDMA simulator rescales
-	// the pending gap on every rate change). And the other way: a QP at a quarter of the line
-	// cut to a 40th at 1 us, mid-gap, waits the gap at the new rate from its last frame.
+	// the pending gap on every rate change). And the other way: a QP at a quarter of the line,
+	// or at the line rate, cut to a 40th mid-gap waits the gap at the new rate from its last
+	// frame.
 	struct StepAt final : StartPolicy {
 		uint64_t first, then, at;
 		bool done = false;
@@ -659,6 +660,21 @@ TEST_CASE("engine__rate_change_repaces_the_waiting_packet", "[engine]")
 	const uint64_t gap = down[k + 1] - down[k];
 	CHECK(double(gap) >= 39.0 * double(kSerNs));
 	CHECK(double(gap) <= 41.0 * double(kSerNs));
+	// the line rate (no limiter of its own), then a 40th mid-gap: the same, counted from the
+	// last frame (with the old rule one more frame left at the line rate: every sender's
+	// first DCQCN cut came one packet late and the 10 Gbit/s incast's peak queue was 6-21%
+	// above the reference model's)
+	const uint64_t mid = 10 * kSerNs + kSerNs / 2;
+	auto cut = run(kLine, kLine / 40, mid);
+	REQUIRE(cut.size() >= 12);
+	k = 0;
+	while (k + 1 < cut.size() && cut[k + 1] < mid)
+		k++;
+	CHECK(cut[k] < mid);
+	CHECK(cut[k] + kSerNs > mid); // the cut came mid-gap, at the line rate
+	const uint64_t first = cut[k + 1] - cut[k];
+	CHECK(double(first) >= 39.0 * double(kSerNs));
+	CHECK(double(first) <= 41.0 * double(kSerNs));
 }
 
 TEST_CASE("engine__store_and_forward_holds_each_frame_one_serialization_per_direction", "[engine]")

@@ -93,8 +93,11 @@ void Engine::apply_cc(Qp &q, uint64_t now)
 	// at the line rate has no limiter: its next_ok_ns is its last departure, and its next
 	// packet may go one serialization at the link rate later.
 	const auto gap = [&](uint64_t r) { return serialization_ns(q.last_wire, r ? r : link); };
-	const uint64_t old_next = old_rate ? q.next_ok_ns : q.next_ok_ns + gap(0);
-	if (q.rate_bps != old_rate && q.last_wire && old_next > now) {
+	// (0 when the rate did not change: nothing to move, and no division per packet)
+	uint64_t old_next = 0;
+	if (q.rate_bps != old_rate && q.last_wire)
+		old_next = old_rate ? q.next_ok_ns : q.next_ok_ns + gap(0);
+	if (old_next > now) {
 		// A packet waiting for the gap the last one left at the old rate waits the gap at the
 		// new rate instead: the next send time moves by the difference, as a NIC's rate
 		// limiter does (and the ns-3 RDMA simulator's RdmaHw::ChangeRate). Without it a QP

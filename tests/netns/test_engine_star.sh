@@ -72,21 +72,44 @@ else
 	echo "$unchecked"
 fi
 
-# 3. injected loss at the switch: recovered, nothing corrupted.
+# 3. injected loss at the switch: recovered, nothing corrupted; SR retransmits less than GBN.
+#    The comparison holds for retransmissions that answer losses: an attempt in which either
+#    mode retransmitted spuriously (a timeout while the packet was still on its way, seen as
+#    duplicates at the receiver: a machine stopping the engine for longer than the RTO; quiet
+#    runs show none) is repeated, up to three times; with none clean, the machine is measured
+#    (machine_stalls) and the comparison is inconclusive if it stops loops, a failure if not.
+#    Under emulation one attempt, compared as it is: a TCG guest stops the engine past the RTO
+#    in every run (GBN 21-1060 duplicates in eight 6.1-guest runs), and SR's lead held in all
+#    of them (SR 4-14 retransmissions against GBN's 306-1699).
 "$QUENCH" switch set "$TOPO_NAME/tor" loss=0.01 >/dev/null
-declare -A retx
-for mode in gbn sr; do
-	out=$(gen --pattern incast --senders 3 --size 200KB --count 3 --dst h1 --mode "$mode" --seed 7) ||
-		fail "$mode under 1% loss: $out"
-	grep -q "flows done 9/9, content errors 0, corrupt messages 0" <<<"$out" || fail "$mode under loss: $out"
-	retx[$mode]=$(sed -n 's/.*retransmitted \([0-9]*\),.*/\1/p' <<<"$out")
-	echo "$mode: $(grep -E '^goodput' <<<"$out")"
+declare -A retx dups
+clean=0
+for attempt in $(seq 1 "$(vm_or 1 3)"); do
+	for mode in gbn sr; do
+		out=$(gen --pattern incast --senders 3 --size 200KB --count 3 --dst h1 --mode "$mode" --seed 7 --format json 2>/dev/null) ||
+			fail "$mode under 1% loss: $out"
+		jq -e '.flows_done == 9 and .content_errors == 0 and .counters["qp.corrupt_messages"] == 0' <<<"$out" >/dev/null ||
+			fail "$mode under loss: $out"
+		retx[$mode]=$(jq '.counters["qp.retransmitted"]' <<<"$out")
+		dups[$mode]=$(jq '.counters["qp.duplicates"]' <<<"$out")
+		echo "$mode: $(jq -c '{goodput_gbps, retransmitted: .counters["qp.retransmitted"], timeouts: .counters["qp.timeouts"], duplicates: .counters["qp.duplicates"]}' <<<"$out")"
+	done
+	if [ -n "${QN_IN_VM:-}" ] || holds "${dups[gbn]} + ${dups[sr]} == 0"; then
+		clean=1
+		break
+	fi
+	echo "attempt $attempt: spurious retransmissions (duplicates gbn ${dups[gbn]}, sr ${dups[sr]}): not compared"
 done
 injected=$("$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq '[.switches[].ports[].counters["drops.injected"]] | add')
 echo "switch dropped $injected data packets on purpose; retransmitted gbn ${retx[gbn]} sr ${retx[sr]}"
 [ "${injected:-0}" -ge 1 ] || fail "the switch injected no loss"
-[ "${retx[sr]}" -ge 1 ] || fail "SR recovered losses without retransmitting?"
-[ "${retx[sr]}" -lt "${retx[gbn]}" ] || fail "SR retransmitted ${retx[sr]} >= GBN ${retx[gbn]}"
+holds "${retx[sr]} >= 1" || fail "SR recovered losses without retransmitting?"
+if [ "$clean" = 1 ]; then
+	holds "${retx[sr]} < ${retx[gbn]}" || fail "SR retransmitted ${retx[sr]} >= GBN ${retx[gbn]}"
+else
+	machine_stalls "$out" || fail "spurious retransmissions in three attempts on a quiet machine: $out ($STALLS)"
+	unchecked="${unchecked:+$unchecked; }SR against GBN not compared (inconclusive): spurious retransmissions in three attempts; $STALLS"
+fi
 # 4. a lossy host link (error=0.02 on h2's link): the engine drops frames in both directions of
 #    that link; SR recovers them.
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null

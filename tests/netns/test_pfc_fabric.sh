@@ -83,7 +83,11 @@ part1() {
 		ok=1
 		break
 	done
-	[ "$ok" = 1 ] || skip "part 1 inconclusive in 3 attempts: the pause latency exceeded the headroom's budget every time ($quiet ns > $lat_budget ns)"
+	if [ "$ok" != 1 ]; then
+		UNCHECKED="${UNCHECKED:+$UNCHECKED; }part 1 inconclusive in 3 attempts: the pause latency exceeded the headroom's budget every time ($quiet ns > $lat_budget ns)"
+		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+		return 0
+	fi
 	[ "$slip" -le "$hdrm" ] || fail "s1 let $slip B out after a PAUSE, more than s2's headroom $hdrm B"
 	[ "$(sw_port s2 s2-p1 drops)" = 0 ] || fail "s2 dropped frames from s1"
 	[ "$paused" -gt 0 ] || fail "no frame crossed s1-s2 during the pause: the control class stopped too"
@@ -210,9 +214,22 @@ part3() {
 		echo "PFC $pfc: F0 $f0 bit/s ($(jq -n "$f0 / $share * 100 | floor")% of its max-min share $share), s2 -> s1 PAUSE $xoff, drops $drops (of them, $host_drops from raw senders past their headroom)"
 		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 	}
-	run_victim off off
+	# PFC off must drop at the congested port, if the incast senders offered r1's link more than
+	# it carries (nominally 132%): a run in which they pushed less than 110% (a loaded machine
+	# slows raw senders) is repeated, up to three times, then inconclusive.
+	local attempt offered
+	for attempt in 1 2 3; do
+		run_victim off off
+		offered=$(for h in a1 a2 b1 b2; do field "$WORK/off.$h" rate_bps; done | jq -s "add / $rate")
+		[ "$drops" -gt 0 ] && break
+		holds "$offered < 1.1" || fail "PFC off: no drop with r1's link offered $offered of its rate"
+		echo "attempt $attempt: the incast senders offered r1's link only $offered of its rate (a loaded machine): not congesting, repeated"
+	done
+	if [ "$drops" -eq 0 ]; then
+		UNCHECKED="${UNCHECKED:+$UNCHECKED; }part 3 not checked (inconclusive): the incast senders offered r1's link only $offered of its rate in three attempts"
+		return 0
+	fi
 	local f0_off=$f0
-	[ "$drops" -gt 0 ] || fail "PFC off: no drop (the incast was not congesting)"
 	holds "$f0 >= 0.9 * $share" || fail "PFC off: the victim got $f0 bit/s, below 90% of its share $share"
 	# PFC on, three times: the victim's median against itself without PFC (measured 2026-11-27,
 	# ten single runs: PFC off 107-114% of its share, PFC on 34-80%, 0.31-0.71 of the PFC-off
@@ -244,14 +261,32 @@ part4() {
 	# the average 1.8 ms pause; the default 100 KB paused leaf1 in 2 of 4 runs: docs/switch.md)
 	for s in spine1 spine2; do "$QUENCH" switch set "$TOPO_NAME/$s" xoff=40KB xon=20KB >/dev/null; done
 	dst=$(host_ip h13)
-	for h in h1 h2 h3 h5; do
-		"$TRAFFIC" send --netns "$(ns $h)" --dev $h-eth0 --dst-mac "$(gw_mac $h)" --src-ip "$(host_ip $h)" --dst-ip "$dst" \
-			--seconds 1 --size 1500 --flows 16 --honor-pfc 3 --link-rate 250e6 >"$WORK/ls.$h" 2>&1 &
-		pids+=($!)
+	# leaf4 must pause (h13's link offered up to 4x its rate) before a PAUSE can spread. When it
+	# did not, its senders were never paused and the rate they reached is what they offered:
+	# below 110% of h13's link (a loaded machine slows raw senders: a fresh-clone run saw no
+	# PAUSE anywhere) the attempt is repeated, up to three times, then inconclusive; at or above
+	# it (1 s at 110% queues 3 MB, far past XOFF) leaf4 not pausing is a failure. (When leaf4
+	# pauses, PAUSE holds the senders near the link's rate: 1.12x measured.)
+	local spine_x leaf4_x drops fdrops offered attempt
+	for attempt in 1 2 3; do
+		pids=()
+		for h in h1 h2 h3 h5; do
+			"$TRAFFIC" send --netns "$(ns $h)" --dev $h-eth0 --dst-mac "$(gw_mac $h)" --src-ip "$(host_ip $h)" --dst-ip "$dst" \
+				--seconds 1 --size 1500 --flows 16 --honor-pfc 3 --link-rate 250e6 >"$WORK/ls.$h" 2>&1 &
+			pids+=($!)
+		done
+		wait "${pids[@]}"
+		offered=$(for h in h1 h2 h3 h5; do field "$WORK/ls.$h" rate_bps; done | jq -s 'add / 250e6')
+		leaf4_x=$(sw_sum leaf4 pfc_xoff_sent)
+		echo "attempt $attempt: the senders offered h13's link $offered of its rate; leaf4 XOFF $leaf4_x"
+		[ "$leaf4_x" -gt 0 ] && break
+		holds "$offered < 1.1" || fail "leaf4 never paused with h13's link offered $offered of its rate"
 	done
-	wait "${pids[@]}"
-	local spine_x leaf4_x drops fdrops
-	leaf4_x=$(sw_sum leaf4 pfc_xoff_sent)
+	if [ "$leaf4_x" -eq 0 ]; then
+		UNCHECKED="${UNCHECKED:+$UNCHECKED; }part 4 not checked (inconclusive): the senders offered h13's link only $offered of its rate in three attempts"
+		"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+		return 0
+	fi
 	spine_x=$(( $(sw_sum spine1 pfc_rx_xoff) + $(sw_sum spine2 pfc_rx_xoff) ))
 	x1=$(sw_sum leaf1 pfc_rx_xoff); x2=$(sw_sum leaf2 pfc_rx_xoff)
 	drops=0
@@ -269,4 +304,6 @@ part4() {
 	pass "part 4: PAUSE spread two hops (leaf4 -> spines -> leaf1/leaf2)"
 }
 
+UNCHECKED=""
 for p in $PARTS; do "part$p"; done
+[ -z "$UNCHECKED" ] || skip "every other check passed; $UNCHECKED"

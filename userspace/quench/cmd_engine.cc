@@ -256,6 +256,7 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	std::snprintf(h, sizeof(h), "%016llx", static_cast<unsigned long long>(flow_list_hash(flows)));
 	j["flow_hash"] = h;
 	j["dilation"] = double(e.clock().d_milli()) / 1000.0;
+	j["cables"] = e.cable_count(); // delayed switch-to-switch links the engine carries
 	// the CLOCK_MONOTONIC instant of the run's fabric time 0 (trace and queue times count from
 	// it): relates them to the switches' timestamps (bpf_ktime_get_ns, wall = fabric x D)
 	j["t0_wall_ns"] = e.clock().to_wall(rep.t0_ns);

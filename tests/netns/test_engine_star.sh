@@ -111,26 +111,29 @@ else
 	unchecked="${unchecked:+$unchecked; }SR against GBN not compared (inconclusive): spurious retransmissions in three attempts; $STALLS"
 fi
 # 4. a lossy host link (error=0.02 on h2's link): the engine drops frames in both directions of
-#    that link; SR recovers them.
+#    that link; SR recovers them. The engine's own error model, no kernel path of its own: not
+#    repeated under emulation (the host kernel's run covers it; DESIGN.md §7).
 "$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
-lossy=$(write_topo "defaults rate=10Gbps mtu=2048 delay=1us buffer=12MB
+if [ -z "${QN_IN_VM:-}" ]; then
+	lossy=$(write_topo "defaults rate=10Gbps mtu=2048 delay=1us buffer=12MB
 switch tor
 host h1
 host h2
 link h1 tor
 link h2 tor error=0.02")
-"$QUENCH" topo up "$lossy" --dilation "$D" >/dev/null
-out=$(gen --pattern incast --senders h2 --size 500KB --count 2 --dst h1 --mode sr --format json 2>/dev/null) ||
-	fail "lossy link: $out"
-errs=$(jq .hosts.h2.link_errors <<<"$out")
-echo "frames lost on h2's link: $errs; goodput $(jq .goodput_gbps <<<"$out") Gbit/s"
-[ "${errs:-0}" -ge 1 ] || fail "a 2% link error rate lost nothing: $out"
-jq -e '.flows_done == 2 and .content_errors == 0 and .counters["qp.corrupt_messages"] == 0' <<<"$out" >/dev/null ||
-	fail "lossy link: $out"
+	"$QUENCH" topo up "$lossy" --dilation "$D" >/dev/null
+	out=$(gen --pattern incast --senders h2 --size 500KB --count 2 --dst h1 --mode sr --format json 2>/dev/null) ||
+		fail "lossy link: $out"
+	errs=$(jq .hosts.h2.link_errors <<<"$out")
+	echo "frames lost on h2's link: $errs; goodput $(jq .goodput_gbps <<<"$out") Gbit/s"
+	holds "${errs:-0} >= 1" || fail "a 2% link error rate lost nothing: $out"
+	jq -e '.flows_done == 2 and .content_errors == 0 and .counters["qp.corrupt_messages"] == 0' <<<"$out" >/dev/null ||
+		fail "lossy link: $out"
+	"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
+fi
 # 5. segments fit the path MTU: h2's link has MTU 1500 (the others 2048), so h2->h1 and h3->h2
 #    carry 1500-byte packets (a 2048-byte frame would be dropped by h2's veth). 500 KB at
 #    1456 B of payload per packet = 344 packets per message (250 at MTU 2048).
-"$QUENCH" topo down --name "$TOPO_NAME" >/dev/null
 mixed=$(write_topo "defaults rate=10Gbps mtu=2048 delay=1us buffer=12MB
 switch tor
 host h[1..3]

@@ -10,7 +10,9 @@ H3=$(host_ip h3); H4=$(host_ip h4); H1=$(host_ip h1); H2=$(host_ip h2)
 M1=$(gw_mac h1); M2=$(gw_mac h2)
 [ -n "$H3" ] && [ -n "$M1" ] || fail "could not read addresses from quench topo show"
 
-# Under emulation (QN_IN_VM) the CPU is ~20x slower: fewer frames, a longer receive window.
+# Under emulation (QN_IN_VM) the CPU is ~20x slower: fewer frames, a longer receive window (a
+# bound: each receiver ends 1 s after its N-th valid frame, listening for duplicates; it waited
+# the whole window before, 25 s of the 6.1 guest's 49 s for this test).
 N=$(vm_or 500 3000)
 RXS=$(vm_or 25 6)
 bg rx3 "$TRAFFIC" recv --netns "$(ns h3)" --dev h3-eth0 --seconds $RXS --expect $N

@@ -12,10 +12,12 @@
 //       the link's wall rate), and report the XOFF/XON frames seen; --linger S keeps reading
 //       them S seconds after the last frame (the XON of a draining switch comes after the
 //       sender stops). --sndbuf BYTES sets SO_SNDBUF.
-//   qn_traffic recv --netns NS --dev IF --seconds S [--expect N]
+//   qn_traffic recv --netns NS --dev IF --seconds S [--expect N [--grace G]]
 //       Receives stamped frames, verifies content, reports per class (data/control) count and
 //       one-way delay percentiles (sender and receiver share CLOCK_MONOTONIC), duplicates,
-//       corrupt frames. With --expect, exits 1 unless exactly N valid frames arrived.
+//       corrupt frames. With --expect, exits 1 unless exactly N valid frames arrived; once N
+//       have, it listens G seconds more (default 1) for duplicates and extra frames, then ends
+//       (S bounds the whole wait).
 //   qn_traffic rate --netns NS --dev IF [--warmup S] [--seconds S]
 //       Measures an interface's transmit rate from its counters (bytes and wire bits).
 //   qn_traffic signal --netns NS --dev IF --dst-mac MAC --src-ip A --dst-ip SENDER --kind bts|postcard
@@ -69,6 +71,7 @@ struct Opts {
 	double rate = 0;
 	double seconds = 1;
 	double warmup = 0;
+	double grace = 1; // recv --expect: seconds listened after the N-th valid frame
 	uint64_t count = 0;
 	uint64_t expect = UINT64_MAX;
 	uint64_t seq_base = 0;
@@ -175,6 +178,7 @@ Opts parse(int argc, char **argv)
 		integer(x, "--count", o.count, "frames");
 		integer(x, "--seq-base", o.seq_base, "first sequence number");
 		integer(x, "--expect", o.expect, "frames the receiver expects");
+		x.add_option("--grace", o.grace, "recv --expect: seconds to listen after the last expected frame (duplicates)");
 		integer(x, "--flows", o.flows, "UDP source ports");
 		integer(x, "--opcode", o.opcode, "BTH opcode");
 		integer(x, "--dport", o.dport, "UDP destination port");
@@ -401,9 +405,13 @@ int cmd_recv(const Opts &o)
 	uint64_t ecn[4] = {}; // IPv4 ECN field of every IPv4 frame seen: not-ECT, ECT(1), ECT(0), CE
 	uint64_t ecn_stamped[4] = {};
 	std::set<uint64_t> seen;
-	auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
+	using Clock = std::chrono::steady_clock;
+	const auto secs = [](double x) {
+		return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(x));
+	};
+	Clock::time_point deadline = Clock::now() + secs(o.seconds);
 	Bytes buf;
-	while (std::chrono::steady_clock::now() < deadline) {
+	while (Clock::now() < deadline) {
 		auto r = sock->recv(buf, 20);
 		if (!r)
 			die(r.error().to_string());
@@ -439,6 +447,8 @@ int cmd_recv(const Opts &o)
 			continue;
 		}
 		valid++;
+		if (valid == o.expect) // every frame is here: listen a grace period for duplicates
+			deadline = std::min(deadline, Clock::now() + secs(o.grace));
 		ecn_stamped[buf[15] & 3]++;
 		bool ctrl = dport != QN_ROCE_UDP_PORT ||
 			    buf[udp + 8] == QN_OP_CNP || buf[udp + 8] == QN_OP_RC_ACK || buf[udp + 8] == QN_OP_LDCP_ACK;

@@ -37,6 +37,8 @@ if [ -n "$run_cmd" ]; then
 	rc=0
 	"$ROOT/scripts/vm/run-vm.sh" "$kdir" "$work" "$work/cmd.sh" "$ROOT" || rc=$?
 	cat "$work/output.log" 2>/dev/null || tail -20 "$work/console.log"
+	reboots=$(cat "$work/reboots" 2>/dev/null || echo 0)
+	[ "$reboots" -eq 0 ] || echo "vmtest: $reboots boot(s) of ${kernels[0]} died before the guest's init and were repeated (inconclusive boots, not results)"
 	exit $rc
 fi
 if [ ${#kernels[@]} -eq 0 ]; then
@@ -63,8 +65,9 @@ CMD
 	secs=$(($(date +%s) - start))
 	dest="$BUILD/vmtest/$k"
 	mkdir -p "$dest"
-	cp -r "$work"/logs "$work"/console.log "$work"/output.log "$work"/results.txt "$work"/times.txt "$work"/accel "$dest"/ 2>/dev/null || true
-	echo "$(cat "$kdir/version") $(cat "$work/accel" 2>/dev/null) ${secs}s" >"$dest/kernel"
+	cp -r "$work"/logs "$work"/console*.log "$work"/output.log "$work"/results.txt "$work"/times.txt "$work"/accel "$dest"/ 2>/dev/null || true
+	reboots=$(cat "$work/reboots" 2>/dev/null || echo 0)
+	echo "$(cat "$kdir/version") $(cat "$work/accel" 2>/dev/null) ${secs}s$([ "$reboots" -eq 0 ] || echo ", $reboots inconclusive boot(s) repeated: died before init, console-boot1.log")" >"$dest/kernel"
 	rm -rf "$work"
 	if [ ! -s "$dest/results.txt" ]; then
 		echo "vmtest: kernel $k produced no results (exit $rc); console tail:" >&2

@@ -3,6 +3,8 @@
 # host root the writable places a system needs, points module auto-loading at the guest
 # kernel's modules, runs /mnt/command, stores its exit code and log in the work share, and
 # powers off. Runs under the guest kernel; everything else comes from the host's root.
+# /mnt/started first: run-vm.sh boots once more only a guest that died before this line.
+: >/mnt/started
 mount -t tmpfs -o mode=755 tmpfs /run
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /var/tmp

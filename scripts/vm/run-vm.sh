@@ -6,7 +6,10 @@
 # the same path in the guest, after its tmpfs mounts: a project cloned under /tmp stays
 # visible. Exits with the command's exit code; WORK/console.log is the console, WORK/output.log the
 # command's output. A VM that does not power off within QN_VM_TIMEOUT seconds (default 1200)
-# is killed and the run fails.
+# is killed and the run fails. A guest that dies before its init script starts (a kernel panic
+# while booting, before any quench code: seen once in the backports kernel under TCG) is booted
+# once more, and the reboot is printed and counted in WORK/reboots: an unmet precondition, not a
+# result. A guest that dies after its init started is a failure, never retried.
 set -euo pipefail
 KDIR=${1:?usage: run-vm.sh KERNEL_DIR WORK COMMAND_FILE [CWD]}
 WORK=${2:?}
@@ -46,16 +49,37 @@ if [ -w /dev/kvm ] && grep -q -E '\b(vmx|svm)\b' /proc/cpuinfo && [ ! -d /sys/mo
 fi
 echo "$accel" >"$WORK/accel"
 
-timeout --foreground -k 10 "${QN_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
-	-accel "$accel" -cpu "$cpu" -smp 2 -m 2048 \
-	-nographic -no-reboot -monitor none -serial stdio \
-	-kernel "$KDIR/boot/vmlinuz-$VER" -initrd "$initrd" \
-	-append "console=ttyS0 panic=-1 loglevel=3 quiet" \
-	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
-	-virtfs "local,path=$WORK,mount_tag=work,security_model=none,multidevs=remap" \
-	-virtfs "local,path=$KDIR,mount_tag=kernel,security_model=none,readonly=on,multidevs=remap" \
-	"${shares[@]}" \
-	-nic none </dev/null >"$WORK/console.log" 2>&1 || true
+boot() {
+	timeout --foreground -k 10 "${QN_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
+		-accel "$accel" -cpu "$cpu" -smp 2 -m 2048 \
+		-nographic -no-reboot -monitor none -serial stdio \
+		-kernel "$KDIR/boot/vmlinuz-$VER" -initrd "$initrd" \
+		-append "console=ttyS0 panic=-1 loglevel=3 quiet$extra" \
+		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+		-virtfs "local,path=$WORK,mount_tag=work,security_model=none,multidevs=remap" \
+		-virtfs "local,path=$KDIR,mount_tag=kernel,security_model=none,readonly=on,multidevs=remap" \
+		"${shares[@]}" \
+		-nic none </dev/null >"$WORK/console.log" 2>&1
+}
+
+echo 0 >"$WORK/reboots"
+for attempt in 1 2; do
+	rm -f "$WORK/started"
+	# QN_VM_FAIL_FIRST_BOOT=1 (a check of this loop): the first boot runs a missing init, so the
+	# kernel panics before init, as the backports kernel once did by itself.
+	extra=""
+	[ "${QN_VM_FAIL_FIRST_BOOT:-0}" = 1 ] && [ "$attempt" -eq 1 ] && extra=" rdinit=/qn-no-such-init"
+	qrc=0
+	boot || qrc=$?
+	# 124: the timeout killed it; a boot that hangs is not retried (it would cost the timeout twice).
+	if [ -f "$WORK/exit-code" ] || [ -f "$WORK/started" ] || [ "$qrc" -eq 124 ] || [ "$attempt" -eq 2 ]; then
+		break
+	fi
+	mv "$WORK/console.log" "$WORK/console-boot$attempt.log"
+	echo "$attempt" >"$WORK/reboots"
+	echo "run-vm: INCONCLUSIVE boot: the guest died before its init started (QEMU exit $qrc), booting once more; console tail:" >&2
+	tail -8 "$WORK/console-boot$attempt.log" >&2
+done
 
 if [ ! -f "$WORK/exit-code" ]; then
 	echo "run-vm: the VM ended without an exit code (timeout or crash); console:" >&2

@@ -5,7 +5,14 @@
  * AF_XDP socket bound on the receiving queue; everything else (ARP, ping, TCP) goes to the
  * kernel. With no socket on the queue the frame is passed and counted. A RoCE packet the
  * switch marked at dequeue gets its CE bit here (dqmark.h).
+ *
+ * Only UAPI structures (xdp_md, ethhdr, iphdr, udphdr), whose layout is the kernel's ABI: no
+ * CO-RE relocation, so libbpf never reads the kernel's BTF to load it. With vmlinux.h's
+ * preserve_access_index every header field was a relocation, and each load (one per host and per
+ * cable end) parsed the kernel's BTF: 58% of `topo up`'s CPU time on a 16-host leaf-spine
+ * (docs/PERFORMANCE.md "Bring-up"). qn_bpf_tests checks that it loads without it.
  */
+#define BPF_NO_PRESERVE_ACCESS_INDEX
 #include "bpf_common.h"
 #include "dqmark.h"
 #include "parse.h"

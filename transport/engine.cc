@@ -1,6 +1,7 @@
 // engine.cc - the host engine: set-up, the control plane (QPs, messages) and the event loop
 // (engine.h; the receive and transmit paths, cables, health and paths have files of their own).
 #include "transport/engine.h"
+#include "transport/resources.h"
 
 #include <liburing.h>
 #include <unistd.h>
@@ -170,6 +171,16 @@ Status Engine::finish_open()
 
 Status Engine::open_ports()
 {
+	// What the fabric takes from the machine, checked before any socket exists (resources.h).
+	{
+		uint64_t served = 0;
+		for (const HostDesc &hd : desc_.hosts)
+			served += opt_.only_hosts.empty() ||
+				  std::find(opt_.only_hosts.begin(), opt_.only_hosts.end(), hd.name) != opt_.only_hosts.end();
+		const EngineNeeds need = engine_needs(served, desc_.cables.size(), opt_.frames_per_port);
+		QN_TRY(check_engine_needs("fabric " + desc_.name, need, machine_limits()));
+		QN_TRY(raise_nofile(need.fds));
+	}
 	for (const HostDesc &hd : desc_.hosts) {
 		if (!opt_.only_hosts.empty() &&
 		    std::find(opt_.only_hosts.begin(), opt_.only_hosts.end(), hd.name) == opt_.only_hosts.end())

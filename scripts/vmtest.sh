@@ -38,7 +38,7 @@ if [ -n "$run_cmd" ]; then
 	"$ROOT/scripts/vm/run-vm.sh" "$kdir" "$work" "$work/cmd.sh" "$ROOT" || rc=$?
 	cat "$work/output.log" 2>/dev/null || tail -20 "$work/console.log"
 	reboots=$(cat "$work/reboots" 2>/dev/null || echo 0)
-	[ "$reboots" -eq 0 ] || echo "vmtest: $reboots boot(s) of ${kernels[0]} died before the guest's init and were repeated (inconclusive boots, not results)"
+	[ "$reboots" -eq 0 ] || echo "vmtest: $reboots boot(s) of ${kernels[0]} died (before the guest's init, or on a breakpoint the kernel was patching) and were repeated (inconclusive boots, not results)"
 	exit $rc
 fi
 if [ ${#kernels[@]} -eq 0 ]; then
@@ -67,7 +67,7 @@ CMD
 	mkdir -p "$dest"
 	cp -r "$work"/logs "$work"/console*.log "$work"/output.log "$work"/results.txt "$work"/times.txt "$work"/accel "$dest"/ 2>/dev/null || true
 	reboots=$(cat "$work/reboots" 2>/dev/null || echo 0)
-	echo "$(cat "$kdir/version") $(cat "$work/accel" 2>/dev/null) ${secs}s$([ "$reboots" -eq 0 ] || echo ", $reboots inconclusive boot(s) repeated: died before init, console-boot1.log")" >"$dest/kernel"
+	echo "$(cat "$kdir/version") $(cat "$work/accel" 2>/dev/null) ${secs}s$([ "$reboots" -eq 0 ] || echo ", $reboots inconclusive boot(s) repeated: console-boot1.log")" >"$dest/kernel"
 	rm -rf "$work"
 	if [ ! -s "$dest/results.txt" ]; then
 		echo "vmtest: kernel $k produced no results (exit $rc); console tail:" >&2

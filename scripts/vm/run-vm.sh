@@ -7,9 +7,12 @@
 # visible. Exits with the command's exit code; WORK/console.log is the console, WORK/output.log the
 # command's output. A VM that does not power off within QN_VM_TIMEOUT seconds (default 1200)
 # is killed and the run fails. A guest that dies before its init script starts (a kernel panic
-# while booting, before any quench code: seen once in the backports kernel under TCG) is booted
-# once more, and the reboot is printed and counted in WORK/reboots: an unmet precondition, not a
-# result. A guest that dies after its init started is a failure, never retried.
+# while booting, before any quench code: seen in the backports kernel under TCG), or whose kernel
+# dies on an "Oops: int3" (a breakpoint trap in kernel text: the kernel was patching that
+# instruction, and multi-threaded TCG ran the stale breakpoint on the other vCPU; see
+# docs/kernel-ci.md "A kernel panic under TCG"), is booted once more and the command run again
+# from the start; the reboot is printed and counted in WORK/reboots: an unmet precondition, not
+# a result. Any other death of the guest after its init started is a failure, never retried.
 set -euo pipefail
 KDIR=${1:?usage: run-vm.sh KERNEL_DIR WORK COMMAND_FILE [CWD]}
 WORK=${2:?}
@@ -72,12 +75,19 @@ for attempt in 1 2; do
 	qrc=0
 	boot || qrc=$?
 	# 124: the timeout killed it; a boot that hangs is not retried (it would cost the timeout twice).
-	if [ -f "$WORK/exit-code" ] || [ -f "$WORK/started" ] || [ "$qrc" -eq 124 ] || [ "$attempt" -eq 2 ]; then
+	[ ! -f "$WORK/exit-code" ] && [ "$qrc" -ne 124 ] && [ "$attempt" -eq 1 ] || break
+	if [ ! -f "$WORK/started" ]; then
+		why="the guest died before its init started (QEMU exit $qrc)"
+	elif grep -q 'Oops: int3' "$WORK/console.log"; then
+		why="the guest kernel died on a breakpoint in its own text ($(grep -m1 -o 'Oops: int3.*' "$WORK/console.log"), at $(grep -m1 -o 'RIP: 0010:[^ ]*' "$WORK/console.log"): code patching under TCG)"
+	else
 		break
 	fi
 	mv "$WORK/console.log" "$WORK/console-boot$attempt.log"
+	[ -f "$WORK/output.log" ] && mv "$WORK/output.log" "$WORK/output-boot$attempt.log"
+	rm -rf "$WORK/logs" "$WORK/results.txt" "$WORK/times.txt"
 	echo "$attempt" >"$WORK/reboots"
-	echo "run-vm: INCONCLUSIVE boot: the guest died before its init started (QEMU exit $qrc), booting once more; console tail:" >&2
+	echo "run-vm: INCONCLUSIVE boot: $why; booting once more and running the command again; console tail:" >&2
 	tail -8 "$WORK/console-boot$attempt.log" >&2
 done
 

@@ -78,8 +78,8 @@ for attempt in 1 2; do
 	[ ! -f "$WORK/exit-code" ] && [ "$qrc" -ne 124 ] && [ "$attempt" -eq 1 ] || break
 	if [ ! -f "$WORK/started" ]; then
 		why="the guest died before its init started (QEMU exit $qrc)"
-	elif grep -q 'Oops: int3' "$WORK/console.log"; then
-		why="the guest kernel died on a breakpoint in its own text ($(grep -m1 -o 'Oops: int3.*' "$WORK/console.log"), at $(grep -m1 -o 'RIP: 0010:[^ ]*' "$WORK/console.log"): code patching under TCG)"
+	elif grep -a -q 'Oops: int3' "$WORK/console.log"; then
+		why="the guest kernel died on a breakpoint in its own text ($(grep -m1 -a -o 'Oops: int3.*' "$WORK/console.log" || true), at $(grep -m1 -a -o 'RIP: 0010:[^ ]*' "$WORK/console.log" || echo 'no kernel RIP')): code patching under TCG)"
 	else
 		break
 	fi

@@ -171,19 +171,17 @@ Status Engine::finish_open()
 
 Status Engine::open_ports()
 {
+	auto serves = [&](const HostDesc &hd) {
+		return opt_.only_hosts.empty() ||
+		       std::find(opt_.only_hosts.begin(), opt_.only_hosts.end(), hd.name) != opt_.only_hosts.end();
+	};
 	// What the fabric takes from the machine, checked before any socket exists (resources.h).
-	{
-		uint64_t served = 0;
-		for (const HostDesc &hd : desc_.hosts)
-			served += opt_.only_hosts.empty() ||
-				  std::find(opt_.only_hosts.begin(), opt_.only_hosts.end(), hd.name) != opt_.only_hosts.end();
-		const EngineNeeds need = engine_needs(served, desc_.cables.size(), opt_.frames_per_port);
-		QN_TRY(check_engine_needs("fabric " + desc_.name, need, machine_limits()));
-		QN_TRY(raise_nofile(need.fds));
-	}
+	const EngineNeeds need = engine_needs(uint64_t(std::count_if(desc_.hosts.begin(), desc_.hosts.end(), serves)),
+					      desc_.cables.size(), opt_.frames_per_port);
+	QN_TRY(check_engine_needs("fabric " + desc_.name, need, machine_limits()));
+	QN_TRY(raise_nofile(need.fds));
 	for (const HostDesc &hd : desc_.hosts) {
-		if (!opt_.only_hosts.empty() &&
-		    std::find(opt_.only_hosts.begin(), opt_.only_hosts.end(), hd.name) == opt_.only_hosts.end())
+		if (!serves(hd))
 			continue;
 		if (hd.node < 0 || size_t(hd.node) >= desc_.nodes.size())
 			return make_error(desc_.name + ": host " + hd.name + " names no node of the fabric");

@@ -50,10 +50,8 @@ MachineLimits machine_limits()
 {
 	MachineLimits m;
 	rlimit r{};
-	if (getrlimit(RLIMIT_NOFILE, &r) == 0) {
-		m.nofile_soft = r.rlim_cur == RLIM_INFINITY ? UINT64_MAX : uint64_t(r.rlim_cur);
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0)
 		m.nofile_hard = r.rlim_max == RLIM_INFINITY ? UINT64_MAX : uint64_t(r.rlim_max);
-	}
 	std::ifstream f("/proc/meminfo");
 	std::string key;
 	uint64_t kib = 0;

@@ -29,7 +29,6 @@ EngineNeeds engine_needs(uint64_t hosts, uint64_t cables, uint32_t frames_per_po
 
 // The machine's side: the open-files hard limit and the memory the kernel reports available.
 struct MachineLimits {
-	uint64_t nofile_soft = 0;
 	uint64_t nofile_hard = 0;
 	uint64_t mem_available_bytes = 0; // 0 = unknown (not checked)
 };

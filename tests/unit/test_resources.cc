@@ -73,7 +73,7 @@ TEST_CASE("engine_needs__sockets_fds_and_umem_from_the_fabric", "[resources]")
 TEST_CASE("check_engine_needs__names_the_limit_it_exceeds", "[resources]")
 {
 	const auto k8 = tp::engine_needs(128, 256, kFrames);
-	tp::MachineLimits roomy{1024, 1'048'576, 200 * GiB};
+	tp::MachineLimits roomy{1'048'576, 200 * GiB};
 	CHECK(tp::check_engine_needs("ft8", k8, roomy).ok());
 	// the default hard limit of many systems (1024 soft is raised; a hard limit is not)
 	tp::MachineLimits few_fds = roomy;

@@ -78,6 +78,12 @@ CMD
 	if grep -q ' fail' "$dest/results.txt"; then
 		status=1
 		for t in $(awk '$2 == "fail" {print $1}' "$dest/results.txt"); do
+			# A Catch2 binary's failures (test case, file:line, expression, expansion) come
+			# first: its last lines are only the summary and the cases that ran after them.
+			if grep -q 'FAILED:' "$dest/logs/$t.log" 2>/dev/null; then
+				echo "---- $k / $t (its first failures, from $dest/logs/$t.log)"
+				grep -B14 -A8 -m3 'FAILED:' "$dest/logs/$t.log" || true
+			fi
 			echo "---- $k / $t (last 25 lines of $dest/logs/$t.log)"
 			tail -25 "$dest/logs/$t.log" 2>/dev/null || true
 		done

@@ -156,6 +156,14 @@ FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, 
 	for (const auto &[h, hs] : a.host)
 		r.periods += hs.size();
 	r.time_affected_frac = to > from ? double(any.covered(from, to)) / double(to - from) : 0;
+	for (const auto &[a0, b0] : any.intervals()) {
+		const uint64_t a1 = std::max(a0, from), b1 = std::min(b0, to);
+		if (a1 >= b1)
+			continue;
+		if (r.spans.size() == kMaxAffectedSpans)
+			break;
+		r.spans.emplace_back(a1 - from, b1 - from);
+	}
 	return r;
 }
 

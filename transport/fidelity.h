@@ -77,7 +77,12 @@ struct FidelityReport {
 	double bytes_touched_frac = 0;
 	double time_affected_frac = 0;    // fabric time in any affected period / the run's span
 	uint64_t periods = 0;             // affected periods (fabric-wide and per host)
+	// Fabric time in any affected period, merged over the fabric and every host, as [from, to)
+	// in ns from the run's start, clipped to its span, the first kMaxAffectedSpans: where a
+	// timing check looks whether its window was touched (gen's JSON `affected`).
+	std::vector<std::pair<uint64_t, uint64_t>> spans;
 };
+constexpr size_t kMaxAffectedSpans = 256;
 
 // Tag `flows` against `a` over the run's span [from, to): a flow is tagged when at least
 // `tag_frac` of its lifetime lay in affected periods.

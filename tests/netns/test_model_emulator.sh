@@ -85,7 +85,14 @@ model() {
 	echo "$(sed -n 's/^queue: .* peak \([0-9]*\) B.*/\1/p' <<<"$out") $(sed -n 's/^fct_mean_ns \([0-9]*\)/\1/p' <<<"$out") $(sed -n 's/.* \([0-9]*\) CNPs$/\1/p' <<<"$out")"
 }
 # emulate VARIANT [--no-np]: the same incast through the switch and the engine; sets OUT and
-# EMU ("PEAK FCT_MEAN CNPS"). Return: 0 when the run is VALID.
+# EMU ("PEAK FCT_MEAN CNPS"). Return: 0 when the run is VALID and no affected period (an engine
+# stop, a late host, a switch link that lost time: gen's `affected`, ns after t0) began before
+# the queue's peak: the peak is the first loop's burst, and a stop inside it moves what the
+# senders had sent when their first CNPs arrived. Such a run is VALID (the stop touched under
+# 1% of each flow's life) but its peak is not the fabric's; the next attempt is taken.
+# (Measured on a quiet machine, 2026-11-28, the Mellanox case twelve times at D=130: peaks
+# 428,064-434,238 B, the model 428,896 B, no period before any peak; CI runs on a loaded machine
+# gave +9.4% and +10.4%.)
 emulate() {
 	local v=$1
 	shift
@@ -93,7 +100,7 @@ emulate() {
 	d0=$(drops)
 	local rc=0
 	OUT=$("$QUENCH" gen "$TOPO_NAME" --pattern long --senders 8 --size "$size" --dst h1 $(ccargs "$v") $(start "$v" gen) \
-		$keep --queues tor:tor-p1 --queue-interval 5us --format json "$@" 2>"$WORK/gen.txt") || rc=$?
+		$keep --queues tor:tor-p1 --queue-interval 5us --queue-out "$WORK/q.csv" --format json "$@" 2>"$WORK/gen.txt") || rc=$?
 	# exit 3: flows not done, which only a control cut short on purpose (--timeout) may leave
 	[ "$rc" = 0 ] || { [ "$rc" = 3 ] && [[ " $* " == *" --timeout "* ]]; } || fail "gen $v $*: $OUT"
 	# the model drops nothing: neither may the switch (a lossy fabric must hold the incast); a
@@ -106,7 +113,13 @@ emulate() {
 	EMU="$peak $fct $cnp"
 	echo "emulator $v $*: peak $peak B, mean FCT $fct ns, CNPs $cnp; $(grep -E '^validity' "$WORK/gen.txt"); $(grep -E '^loop delay' "$WORK/gen.txt" | tr '\n' ' ')"
 	grep -E "^  reason:" "$WORK/gen.txt" || true
-	jq -e .valid <<<"$OUT" >/dev/null
+	jq -e .valid <<<"$OUT" >/dev/null || return 1
+	local at touched
+	at=$(awk -F, -v m="$peak" 'NR > 1 && $1 == "tor/tor-p1" && $3 == m { print $2; exit }' "$WORK/q.csv")
+	touched=$(jq -c --argjson upto "${at:-0}" '[.affected[] | select(.[0] < $upto)]' <<<"$OUT")
+	[ "$touched" = "[]" ] && return 0
+	echo "  inconclusive: affected periods $touched (ns after t0) before the peak at $at ns"
+	return 1
 }
 # drops: every drop the switch counted, any reason
 drops() { "$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq '[.switches[].ports[].counters.drops] | add'; }
@@ -144,10 +157,10 @@ for case in 10g/paper 10g/mellanox 10g/pcn 100g/mellanox; do
 	for attempt in 1 2 3; do
 		if emulate "$v"; then valid=1; break; fi
 	done
-	echo "$case: $((attempt - 1)) INVALID attempt(s) before $([ "$valid" -eq 1 ] && echo "a VALID one" || echo "giving up")"
+	echo "$case: $((attempt - 1)) INVALID or touched attempt(s) before $([ "$valid" -eq 1 ] && echo "a VALID one" || echo "giving up")"
 	if [ "$valid" -eq 0 ]; then
-		machine_stalls "$OUT" || fail "no VALID run of the $case incast in three attempts on a quiet machine ($STALLS)"
-		unchecked="${unchecked:+$unchecked; }$case not compared (inconclusive): no VALID run in three attempts; $STALLS"
+		machine_stalls "$OUT" || fail "no VALID run of the $case incast with an untouched peak in three attempts on a quiet machine ($STALLS)"
+		unchecked="${unchecked:+$unchecked; }$case not compared (inconclusive): no VALID run with an untouched peak in three attempts; $STALLS"
 		continue
 	fi
 	agree "$EMU" "$m" || fail "$case: the emulator and the reference model disagree"

@@ -180,3 +180,29 @@ TEST_CASE("tag_flows__affected_fraction_equals_the_union_of_fabric_source_and_de
 		CHECK(r.bytes_affected_frac == Approx(aff_bytes / bytes));
 	}
 }
+
+TEST_CASE("tag_flows__spans_are_the_merged_periods_from_the_run_start", "[fidelity]")
+{
+	// A run over [1000, 2000): a fabric stall [900, 1100) (clipped to the start), h1's period
+	// [1500, 1600) overlapping h2's [1550, 1700) (merged), a period after the end [2100, 2200)
+	// (left out). Spans are ns after the run's start: where a timing check looks whether its
+	// window (e.g. a scheme's first control loop) was touched.
+	Affected a;
+	a.all.add(900, 1100);
+	a.host["h1"].add(1500, 1600);
+	a.host["h2"].add(1550, 1700);
+	a.host["h3"].add(2100, 2200);
+	FidelityReport r = tag_flows({}, a, 1000, 2000);
+	using S = std::vector<std::pair<uint64_t, uint64_t>>;
+	CHECK(r.spans == S{{0, 100}, {500, 700}});
+	CHECK(r.periods == 4);
+	CHECK(tag_flows({}, Affected{}, 1000, 2000).spans.empty());
+	// At most kMaxAffectedSpans, the earliest.
+	Affected many;
+	for (uint64_t i = 0; i < kMaxAffectedSpans + 10; i++)
+		many.all.add(10 * i, 10 * i + 5);
+	FidelityReport m = tag_flows({}, many, 0, 1'000'000);
+	REQUIRE(m.spans.size() == kMaxAffectedSpans);
+	CHECK(m.spans.front() == std::pair<uint64_t, uint64_t>{0, 5});
+	CHECK(m.spans.back().first == 10 * (kMaxAffectedSpans - 1));
+}

@@ -329,6 +329,9 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	j["fidelity"] = json::object();
 	for (const auto &f : fidelity_figures(fr))
 		j["fidelity"][f.name] = f.count ? json(uint64_t(f.value)) : json(f.value);
+	j["affected"] = json::array(); // [from, to) ns after t0_ns, merged, the first 256
+	for (const auto &[a, b] : fr.spans)
+		j["affected"].push_back(json::array({a, b}));
 	j["traced"] = json::array();
 	for (const auto &[label, qh] : rep.traced)
 		j["traced"].push_back(label);

@@ -115,8 +115,8 @@ stable() {
 	local end
 	end=$(jq .first_completion_ns <<<"$OUT")
 	QMEAN=$(awk -F, -v e="$end" 'NR > 1 && $2 >= 2000000 && $2 <= e { s += $3; n++ } END { if (n) printf "%.0f", s / n; else print -1 }' "$WORK/q.csv")
-	GOOD=$(awk -F, -v e="$end" 'NR > 1 { if ($2 <= 2000000) a[$1] = $5; if ($2 <= e) b[$1] = $5 }
-		END { for (p in b) s += b[p] - a[p]; if (e > 2000000) printf "%.4f", s * 8e9 / (e - 2000000) / (10e9 * 2004 / 2086); else print 0 }' "$WORK/l.trace")
+	GOOD=$("$QUENCH" analyze trace "$WORK/l.trace" --from 2ms --to "${end}ns" --window "$((end - 2000000))ns" |
+		jq '.mean_gbps / (10 * 2004 / 2086) * 10000 | round / 10000')
 	RUNGOOD=$(jq '.goodput_gbps / (10 * 2004 / 2086) * 1000 | round / 1000' <<<"$OUT")
 }
 # The median of three VALID runs (five when the three differ by more than 25%, max / min). Runs

@@ -100,7 +100,7 @@ emulate() {
 	d0=$(drops)
 	local rc=0
 	OUT=$("$QUENCH" gen "$TOPO_NAME" --pattern long --senders 8 --size "$size" --dst h1 $(ccargs "$v") $(start "$v" gen) \
-		$keep --queues tor:tor-p1 --queue-interval 5us --queue-out "$WORK/q.csv" --format json "$@" 2>"$WORK/gen.txt") || rc=$?
+		$keep --queues tor:tor-p1 --queue-interval 5us --format json "$@" 2>"$WORK/gen.txt") || rc=$?
 	# exit 3: flows not done, which only a control cut short on purpose (--timeout) may leave
 	[ "$rc" = 0 ] || { [ "$rc" = 3 ] && [[ " $* " == *" --timeout "* ]]; } || fail "gen $v $*: $OUT"
 	# the model drops nothing: neither may the switch (a lossy fabric must hold the incast); a
@@ -115,8 +115,8 @@ emulate() {
 	grep -E "^  reason:" "$WORK/gen.txt" || true
 	jq -e .valid <<<"$OUT" >/dev/null || return 1
 	local at touched
-	at=$(awk -F, -v m="$peak" 'NR > 1 && $1 == "tor/tor-p1" && $3 == m { print $2; exit }' "$WORK/q.csv")
-	touched=$(jq -c --argjson upto "${at:-0}" '[.affected[] | select(.[0] < $upto)]' <<<"$OUT")
+	at=$(jq '.queues[] | select(.port == "tor/tor-p1") | .max_at_ns' <<<"$OUT")
+	touched=$(jq -c '(.queues[] | select(.port == "tor/tor-p1") | .max_at_ns) as $at | [.affected[] | select(.[0] < $at)]' <<<"$OUT")
 	[ "$touched" = "[]" ] && return 0
 	echo "  inconclusive: affected periods $touched (ns after t0) before the peak at $at ns"
 	return 1

@@ -315,15 +315,22 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	j["queues"] = json::array();
 	for (const auto &qs : e.queue_series()) {
 		std::vector<uint64_t> v;
-		for (const auto &[t, b] : qs.samples)
+		uint64_t max_at = 0, top = 0; // the first sample at the peak, ns after t0
+		for (const auto &[t, b] : qs.samples) {
 			v.push_back(b);
+			if (v.size() == 1 || b > top) {
+				top = b;
+				max_at = t >= rep.t0_ns ? t - rep.t0_ns : 0;
+			}
+		}
 		const SeriesStats st = series_stats(v);
 		j["queues"].push_back(json{{"port", qs.label},
 					   {"samples", st.samples},
 					   {"mean", st.mean},
 					   {"p50", st.p50},
 					   {"p99", st.p99},
-					   {"max", st.max}});
+					   {"max", st.max},
+					   {"max_at_ns", max_at}});
 	}
 	const FidelityReport &fr = rep.fidelity;
 	j["fidelity"] = json::object();

@@ -43,6 +43,7 @@
 #include "transport/pacer.h"
 #include "transport/port.h"
 #include "transport/qp.h"
+#include "transport/resources.h"
 
 struct qn_fid_port; // bpf/include/qn_abi.h
 
@@ -66,8 +67,7 @@ struct EngineOptions {
 	double max_fast_windows = 0.01;
 	uint64_t spin_wall_ns = 200'000;    // spin (not sleep) when the next deadline is this close
 	uint64_t max_sleep_wall_ns = 100'000; // longest single sleep (longer ones wake very late)
-	uint32_t frames_per_port = 8192;    // UMEM chunks per socket: half RX, half TX (a TX frame is
-					    // held until the switch has forwarded it)
+	uint32_t frames_per_port = kDefaultFramesPerPort; // UMEM chunks per socket (resources.h)
 	bool busy_poll = false;             // never sleep: lowest latency, one core fully used
 	uint64_t trace_interval_ns = 10'000; // traced QPs also get a point at least this often while
 					    // ACKs arrive (fabric), and one when the last posted byte is

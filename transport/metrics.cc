@@ -187,4 +187,24 @@ std::optional<uint64_t> rate_sum_within(const std::vector<TraceSeries> &series, 
 	return std::nullopt;
 }
 
+std::optional<TraceSample> first_cut(const TraceSeries &s)
+{
+	for (const auto &x : s.samples)
+		if (x.rate_bps < s.samples.front().rate_bps)
+			return x;
+	return std::nullopt;
+}
+
+double rate_sum_at(const std::vector<TraceSeries> &series, uint64_t t_ns, double absent_bps)
+{
+	double sum = 0;
+	for (const auto &s : series) {
+		// samples are in time order (parse_rate_trace keeps the file's order)
+		auto it = std::upper_bound(s.samples.begin(), s.samples.end(), t_ns,
+					   [](uint64_t t, const TraceSample &x) { return t < x.t_ns; });
+		sum += it == s.samples.begin() ? absent_bps : double(std::prev(it)->rate_bps);
+	}
+	return sum;
+}
+
 } // namespace qn::tp

@@ -73,4 +73,13 @@ std::optional<uint64_t> jain_convergence(const std::vector<GoodputWindow> &w, do
 // are taken in time order (ties in input order).
 std::optional<uint64_t> rate_sum_within(const std::vector<TraceSeries> &series, double cap_bps);
 
+// A series' first cut: its first sample whose rate is below its first sample's (a sender that
+// starts at its line rate and is cut by its congestion control). nullopt: never cut.
+std::optional<TraceSample> first_cut(const TraceSeries &s);
+
+// The series' summed rate at `t_ns`: each series' latest rate at or before it; a series with no
+// sample by then counts as `absent_bps` (a sender that has not been traced yet sends at its line
+// rate).
+double rate_sum_at(const std::vector<TraceSeries> &series, uint64_t t_ns, double absent_bps);
+
 } // namespace qn::tp

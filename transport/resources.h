@@ -25,6 +25,10 @@ struct EngineNeeds {
 // (XSKMAPs while binding, switch counters, dequeue marks), trace and result files, stdio.
 inline constexpr uint64_t kFdMargin = 64;
 
+// UMEM chunks per AF_XDP socket unless a run sets EngineOptions::frames_per_port: half RX, half TX
+// (a TX frame is held until the switch has forwarded it).
+inline constexpr uint32_t kDefaultFramesPerPort = 8192;
+
 EngineNeeds engine_needs(uint64_t hosts, uint64_t cables, uint32_t frames_per_port);
 
 // The machine's side: the open-files hard limit and the memory the kernel reports available.

@@ -48,6 +48,7 @@ good=(
 	"run netns/experiments/incast-bg.exp --format json"
 	"gen abc --format json"
 	"analyze trace t.csv --from 5ms --to 40ms --window 1ms --jain 0.95 --run 3 --rate-cap 10Gbps"
+	"analyze trace t.csv --sum-at 120us --sum-at 170us --absent-rate 10Gbps"
 	"analyze numbers n.txt"
 	"analyze numbers"
 	"jitter --seconds 2 --gap-us 500 --threads 2"
@@ -79,6 +80,7 @@ bad=(
 	"gen abc --format xml|--format"
 	"run x.exp --format csv|--format"
 	"analyze trace t.csv --jain 2|--jain"
+	"analyze trace t.csv --sum-at 5xs|--sum-at"
 	"gen abc --senders 0|--senders"
 	"gen abc --size big|--size"
 	"gen abc --cc-set rai|--cc-set"
@@ -147,4 +149,16 @@ grep -qF "unknown command 'nosuchcommand'" <<<"$out" || fail "an unknown command
 ver=$("$Q" --version) || fail "quench --version exited $?"
 head=$(git -c safe.directory='*' rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 grep -qE "^quench [0-9]+\.[0-9]+\.[0-9]+ \(commit $head(-dirty)?\)$" <<<"$ver" || fail "quench --version: '$ver' does not name the commit $head"
+# `topo check` states what an engine serving the topology takes from this machine and rejects a
+# topology over a hard limit, naming it: a k=4 fat-tree with 1 us fabric links (cables) needs 16 +
+# 2 x 32 sockets and 144 descriptors; under an open-files hard limit of 100 it is refused.
+tmp=$(mktemp -d /tmp/quench-cli-examples.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+"$Q" topo fattree --k 4 -o "$tmp/ft4.topo" || fail "topo fattree --k 4 failed"
+out=$("$Q" topo check "$tmp/ft4.topo") || fail "topo check of a k=4 fat-tree failed: $out"
+grep -qE "^engine: 80 AF_XDP sockets \(16 hosts \+ 2 x 32 cables\), 144 file descriptors, UMEM 2\.50 GiB" <<<"$out" ||
+	fail "topo check does not state the engine's needs: $(grep '^engine' <<<"$out")"
+out=$(prlimit --nofile=100:100 "$Q" topo check "$tmp/ft4.topo" 2>&1) && fail "topo check accepted 144 descriptors under a hard limit of 100"
+grep -qF "144 file descriptors" <<<"$out" && grep -qF "hard limit 100" <<<"$out" ||
+	fail "topo check's refusal does not name the need and the limit: $(tail -1 <<<"$out")"
 echo "PASS build_cli_examples: $n documented forms parse, $m bad ones rejected naming the option, every one of $(wc -w <<<"$flags") documented flags exercised; help of ${#cmds[@]} commands from CLI11, $ver"

@@ -73,32 +73,36 @@ else
 fi
 
 # 3. injected loss at the switch: recovered, nothing corrupted; SR retransmits less than GBN.
-#    The comparison holds for retransmissions that answer losses: an attempt in which either
-#    mode retransmitted spuriously (a timeout while the packet was still on its way, seen as
-#    duplicates at the receiver: a machine stopping the engine for longer than the RTO; quiet
-#    runs show none) is repeated, up to three times; with none clean, the machine is measured
-#    (machine_stalls) and the comparison is inconclusive if it stops loops, a failure if not.
-#    Under emulation one attempt, compared as it is: a TCG guest stops the engine past the RTO
-#    in every run (GBN 21-1060 duplicates in eight 6.1-guest runs), and SR's lead held in all
-#    of them (SR 4-14 retransmissions against GBN's 306-1699).
+#    RTO 2 ms / 4 ms (fabric): the 3:1 incast without congestion control queues up to ~1.4 ms at
+#    the switch, and with the scheme's default RTO (100 / 320 us) GBN timed out on packets still
+#    queued in every attempt on a quiet machine (2026-11-28: 10-26 timeouts, 259-558 duplicate
+#    arrivals, the old duplicates-free precondition never met; SR none), so its count mixed
+#    answers to losses with answers to queueing. With the RTO above the queueing delay a timeout
+#    answers a lost tail (GBN 85-281 retransmissions against SR's 4-13, 0 duplicates at GBN).
+#    An attempt is compared when no affected period (gen's `affected`: an engine stop, a late
+#    host) lasted an RTO (a stop that long fires timeouts no loss caused); up to three attempts,
+#    then the machine is measured (machine_stalls): inconclusive if it stops loops, a failure if
+#    not. Under emulation one attempt, compared as it is (a TCG guest stops the engine for long).
 "$QUENCH" switch set "$TOPO_NAME/tor" loss=0.01 >/dev/null
 declare -A retx dups
 clean=0
 for attempt in $(seq 1 "$(vm_or 1 3)"); do
+	long=0
 	for mode in gbn sr; do
-		out=$(gen --pattern incast --senders 3 --size 200KB --count 3 --dst h1 --mode "$mode" --seed 7 --format json 2>/dev/null) ||
-			fail "$mode under 1% loss: $out"
+		out=$(gen --pattern incast --senders 3 --size 200KB --count 3 --dst h1 --mode "$mode" --seed 7 \
+			--rto-low 2ms --rto-high 4ms --format json 2>/dev/null) || fail "$mode under 1% loss: $out"
 		jq -e '.flows_done == 9 and .content_errors == 0 and .counters["qp.corrupt_messages"] == 0' <<<"$out" >/dev/null ||
 			fail "$mode under loss: $out"
 		retx[$mode]=$(jq '.counters["qp.retransmitted"]' <<<"$out")
 		dups[$mode]=$(jq '.counters["qp.duplicates"]' <<<"$out")
-		echo "$mode: $(jq -c '{goodput_gbps, retransmitted: .counters["qp.retransmitted"], timeouts: .counters["qp.timeouts"], duplicates: .counters["qp.duplicates"]}' <<<"$out")"
+		long=$((long + $(jq '[.affected[] | select(.[1] - .[0] >= 2000000)] | length' <<<"$out")))
+		echo "$mode: $(jq -c '{goodput_gbps, retransmitted: .counters["qp.retransmitted"], timeouts: .counters["qp.timeouts"], duplicates: .counters["qp.duplicates"], affected: (.affected | length)}' <<<"$out")"
 	done
-	if [ -n "${QN_IN_VM:-}" ] || holds "${dups[gbn]} + ${dups[sr]} == 0"; then
+	if [ -n "${QN_IN_VM:-}" ] || [ "$long" -eq 0 ]; then
 		clean=1
 		break
 	fi
-	echo "attempt $attempt: spurious retransmissions (duplicates gbn ${dups[gbn]}, sr ${dups[sr]}): not compared"
+	echo "attempt $attempt: $long affected period(s) of an RTO or longer: not compared"
 done
 injected=$("$QUENCH" switch stats "$TOPO_NAME/tor" --format json | jq '[.switches[].ports[].counters["drops.injected"]] | add')
 echo "switch dropped $injected data packets on purpose; retransmitted gbn ${retx[gbn]} sr ${retx[sr]}"
@@ -107,8 +111,8 @@ holds "${retx[sr]} >= 1" || fail "SR recovered losses without retransmitting?"
 if [ "$clean" = 1 ]; then
 	holds "${retx[sr]} < ${retx[gbn]}" || fail "SR retransmitted ${retx[sr]} >= GBN ${retx[gbn]}"
 else
-	machine_stalls "$out" || fail "spurious retransmissions in three attempts on a quiet machine: $out ($STALLS)"
-	unchecked="${unchecked:+$unchecked; }SR against GBN not compared (inconclusive): spurious retransmissions in three attempts; $STALLS"
+	machine_stalls "$out" || fail "engine stops of an RTO in three attempts on a quiet machine: $out ($STALLS)"
+	unchecked="${unchecked:+$unchecked; }SR against GBN not compared (inconclusive): engine stops of an RTO in three attempts; $STALLS"
 fi
 # 4. a lossy host link (error=0.02 on h2's link): the engine drops frames in both directions of
 #    that link; SR recovers them. The engine's own error model, no kernel path of its own: not

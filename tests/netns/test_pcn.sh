@@ -110,7 +110,8 @@ up_auto "$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo"
 T=50000
 # burst SCHEME ARGS...: one VALID run with traces whose first loop no affected period touched. Sets
 # OUT (gen's JSON), RTT (base RTT, ns), SUMS ("first-cut sum@T+RTT sum@2T+RTT": the senders' summed
-# rate from the trace), CUTS (each sender's first cut, ns, for a failure's message).
+# rate from the trace, `quench analyze trace`; "none" when no sender was cut), CUTS (each sender's
+# first cut, ns, for a failure's message).
 # The window judged ends 2T + RTT after the first cut; an engine stop or a late host inside it (gen's
 # `affected`, ns after t0) delays some senders' first packets or CNPs, and a late starter meets a
 # queue the others have already drained below K, so its first interval is not "continuously
@@ -130,14 +131,15 @@ burst() {
 		fi
 		RTT=$(sed -n 's/.*base RTT \([0-9]*\) ns.*/\1/p' "$WORK/$name.txt" | head -1)
 		[ -n "$RTT" ] || fail "$name: gen printed no base RTT"
-		SUMS=$(awk -F, -v T=$T -v R="$RTT" -v C=1e10 '
-			NR > 1 { t[NR] = $2; p[NR] = $1; r[NR] = $3; n = NR; if ($3 < C && (first == "" || $2 < first)) first = $2 }
-			function sum_at(x,   i, s, last, k) {
-				for (i = 2; i <= n; i++) if (t[i] <= x) last[p[i]] = r[i]
-				k = 0; s = 0; for (i in last) { s += last[i]; k++ }
-				return s + (16 - k) * C }
-			END { if (first == "") print "none"; else printf "%d %.0f %.0f\n", first, sum_at(first + T + R), sum_at(first + 2 * T + R) }' "$WORK/$name.trace")
-		CUTS=$(awk -F, -v C=1e10 'NR > 1 && $3 < C && !($1 in c) { c[$1] = $2; o[++n] = $1 } END { for (i = 1; i <= n; i++) printf "%s %s; ", o[i], c[o[i]] }' "$WORK/$name.trace")
+		local a first
+		a=$("$QUENCH" analyze trace "$WORK/$name.trace")
+		CUTS=$(jq -r '[.series[] | "\(.label) \(.first_cut_ns)"] | join("; ")' <<<"$a")
+		first=$(jq -r '[.series[].first_cut_ns | select(. != null)] | min // "none"' <<<"$a")
+		SUMS=none
+		if [ "$first" != none ]; then
+			SUMS="$first $("$QUENCH" analyze trace "$WORK/$name.trace" --sum-at "$((first + T + RTT))ns" \
+				--sum-at "$((first + 2 * T + RTT))ns" --absent-rate 10Gbps | jq -r '[.sums[].bps | round | tostring] | join(" ")')"
+		fi
 		[ "${SUMS%% *}" != none ] || return 0
 		touched=$(jq -c --argjson upto "$((${SUMS%% *} + 2 * T + RTT))" '[.affected[] | select(.[0] < $upto)]' <<<"$OUT")
 		if [ "$touched" = "[]" ]; then
@@ -166,7 +168,7 @@ D_PAUSES=$(jq '.counters["host.pfc_pauses"]' <<<"$OUT") D_LAST=$(jq '.counters["
 # DCQCN's sum one loop budget (2T + RTT) after its own first cut, as PCN's is after its own: at
 # PCN's instant instead, the comparison moved with PCN's first cut (CI, 2026-11-28: PCN first cut
 # at 80.5 us, so DCQCN's instant fell after its senders' fourth halving, 16 x 625 Mbit/s = C)
-D_SUM=$(awk -F, -v x=$((DFIRST + 2 * T + RTT)) -v C=1e10 'NR > 1 && $2 <= x { last[$1] = $3 } END { k = 0; for (i in last) { s += last[i]; k++ } printf "%.0f", s + (16 - k) * C }' "$WORK/dcqcn.trace")
+D_SUM=$("$QUENCH" analyze trace "$WORK/dcqcn.trace" --sum-at "$((DFIRST + 2 * T + RTT))ns" --absent-rate 10Gbps | jq '.sums[0].bps | round')
 echo "DCQCN burst: first cut at $DFIRST ns; $D_PAUSES pauses, the last begun at $D_LAST ns; summed rate $D_SUM bit/s at 2T + RTT after its first cut"
 [ "$D_PAUSES" -gt 0 ] || fail "DCQCN: no PAUSE in the burst (the positive control)"
 holds "$D_SUM > 1e10" || fail "DCQCN: summed rate $D_SUM bit/s <= C at 2T + RTT after its first cut: the sum check cannot tell the schemes apart"

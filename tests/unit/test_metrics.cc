@@ -89,6 +89,24 @@ TEST_CASE("rate_sum_within__every_series_seen_and_the_sum_at_most_the_cap", "[me
 	CHECK(rate_sum_within({a, b}, 1e9) == uint64_t(100));
 }
 
+TEST_CASE("first_cut_and_rate_sum_at__per_series_cut_and_the_sum_at_an_instant", "[metrics]")
+{
+	auto a = rates("a", {{0, 10'000}, {300, 10'000}, {350, 6'000}, {500, 4'000}});
+	auto b = rates("b", {{100, 10'000}, {400, 12'000}});
+	auto c = rates("c", {{200, 5'000}});
+	// a: cut at 350 to 6000; b never below its start (a rise is no cut); c: one sample, no cut
+	REQUIRE(first_cut(a).has_value());
+	CHECK(first_cut(a)->t_ns == 350);
+	CHECK(first_cut(a)->rate_bps == 6'000);
+	CHECK_FALSE(first_cut(b).has_value());
+	CHECK_FALSE(first_cut(c).has_value());
+	// the latest rate at or before t; a series not yet sampled counts as absent_bps
+	CHECK(rate_sum_at({a, b, c}, 50, 99'000) == 10'000 + 99'000 + 99'000);
+	CHECK(rate_sum_at({a, b, c}, 350, 99'000) == 6'000 + 10'000 + 5'000);
+	CHECK(rate_sum_at({a, b, c}, 349, 0) == 10'000 + 10'000 + 5'000);
+	CHECK(rate_sum_at({a, b, c}, 10'000, 0) == 4'000 + 12'000 + 5'000);
+}
+
 TEST_CASE("parse_rate_trace__series_by_first_column_and_errors", "[metrics]")
 {
 	auto t = parse_rate_trace("pair,t_ns,rate_bps,window_bytes,acked_bytes\nh2->h1,0,100,0,0\nh3->h1,5,50,0,0\n"

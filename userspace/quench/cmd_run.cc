@@ -378,7 +378,8 @@ int cmd_analyze(int argc, char **argv, int first)
 	CLI::App app{cli::about("analyze"), "analyze"};
 	app.require_subcommand(1);
 	std::string trace_file, numbers_file = "-";
-	uint64_t from = 0, to = 0, win = 0, cap = 0;
+	uint64_t from = 0, to = 0, win = 0, cap = 0, absent = 0;
+	std::vector<uint64_t> sum_at;
 	double jain_at = 0.95;
 	size_t run = 3;
 	auto *tr = app.add_subcommand("trace", "goodput per window and convergence from a rate trace "
@@ -390,10 +391,20 @@ int cmd_analyze(int argc, char **argv, int first)
 	cli::number(*tr, "--jain", jain_at, 0, 1, "Jain's index a converged window reaches");
 	cli::number(*tr, "--run", run, 1, 1000, "consecutive windows at --jain for convergence");
 	cli::rate(*tr, "--rate-cap", cap, "also: the first time the series' latest rates sum to at most this");
+	std::vector<std::string> sum_at_s;
+	tr->add_option("--sum-at", sum_at_s, "also: the series' summed latest rates at this time (repeatable)")
+		->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+		->check([](const std::string &v) {
+			auto r = parse_time_ns(v);
+			return r ? std::string() : r.error().message;
+		});
+	cli::rate(*tr, "--absent-rate", absent, "with --sum-at: the rate of a series with no sample yet (default 0)");
 	auto *nu = app.add_subcommand("numbers", "count, mean, min, max and percentiles of one number per line");
 	nu->add_option("FILE", numbers_file, "input (default -: stdin)");
 	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
 		return rc;
+	for (const auto &v : sum_at_s)
+		sum_at.push_back(*parse_time_ns(v)); // checked above
 	using json = nlohmann::ordered_json;
 	json out;
 	if (tr->parsed()) {
@@ -410,12 +421,21 @@ int cmd_analyze(int argc, char **argv, int first)
 		if (to == 0)
 			to = last;
 		out["series"] = json::array();
-		for (const auto &s : *series)
+		for (const auto &s : *series) {
+			const auto cut = s.samples.empty() ? std::nullopt : first_cut(s);
 			out["series"].push_back(json{{"label", s.label},
 						     {"samples", s.samples.size()},
 						     {"acked_bytes", s.samples.empty() ? 0 : s.samples.back().acked_bytes},
+						     {"first_cut_ns", cut ? json(cut->t_ns) : json(nullptr)},
+						     {"first_cut_bps", cut ? json(cut->rate_bps) : json(nullptr)},
 						     {"lowest_rate_bps", s.samples.empty() ? 0 : std::min_element(s.samples.begin(), s.samples.end(), [](const auto &a, const auto &b) { return a.rate_bps < b.rate_bps; })->rate_bps},
 						     {"highest_rate_bps", s.samples.empty() ? 0 : std::max_element(s.samples.begin(), s.samples.end(), [](const auto &a, const auto &b) { return a.rate_bps < b.rate_bps; })->rate_bps}});
+		}
+		if (!sum_at.empty()) {
+			out["sums"] = json::array();
+			for (uint64_t t : sum_at)
+				out["sums"].push_back(json{{"t_ns", t}, {"bps", rate_sum_at(*series, t, double(absent))}});
+		}
 		if (win) {
 			const auto w = goodput_windows(*series, from, to, win);
 			out["from_ns"] = from;

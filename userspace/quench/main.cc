@@ -36,6 +36,7 @@
 #include "quench/cmd_model.h"
 #include "quench/cmd_run.h"
 #include "transport/cc/cc.h"
+#include "transport/resources.h"
 
 namespace {
 
@@ -312,6 +313,20 @@ int cmd_topo(const Args &a)
 		return fail(t.error().to_string());
 	if (sub == "check") {
 		std::fputs(t->describe().c_str(), stdout);
+		// What an engine serving every host would take from this machine (transport/resources.h).
+		uint64_t hosts = 0, cables = 0;
+		for (const auto &n : t->nodes)
+			hosts += n.kind == qn::NodeKind::Host;
+		for (const auto &l : t->links)
+			cables += qn::is_cable_link(*t, l);
+		const auto need = qn::tp::engine_needs(hosts, cables, qn::tp::kDefaultFramesPerPort);
+		const auto lim = qn::tp::machine_limits();
+		std::printf("engine: %llu AF_XDP sockets (%llu hosts + 2 x %llu cables), %llu file descriptors, UMEM %.2f GiB; "
+			    "this machine: open files hard limit %llu, %.2f GiB available\n",
+			    static_cast<unsigned long long>(need.sockets), static_cast<unsigned long long>(hosts),
+			    static_cast<unsigned long long>(cables), static_cast<unsigned long long>(need.fds),
+			    double(need.umem_bytes) / double(1ULL << 30), static_cast<unsigned long long>(lim.nofile_hard),
+			    double(lim.mem_available_bytes) / double(1ULL << 30));
 		for (const auto &n : t->nodes) {
 			if (n.kind != qn::NodeKind::Switch)
 				continue;
@@ -322,6 +337,9 @@ int cmd_topo(const Args &a)
 				std::printf("\n");
 			}
 		}
+		// A topology no engine on this machine can serve is an error (after the description).
+		if (auto st = qn::tp::check_engine_needs("topology " + t->name, need, lim); !st.ok())
+			return fail("topo check: " + st.error().to_string());
 		return 0;
 	}
 	if (sub == "up") {

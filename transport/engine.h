@@ -240,6 +240,8 @@ struct Health {
 	uint64_t xsk_drops = 0, softnet_drops = 0, time_squeeze = 0, veth_drops = 0;
 	uint64_t tx_held = 0;               // kicks after which the kernel held back TX frames
 	uint64_t tx_no_frame = 0;           // sends deferred because every TX frame was downstream
+	uint32_t tx_frames_peak = 0;        // the most TX frames one socket had in the kernel at once
+	uint32_t tx_frames_per_port = 0;    // each socket's TX frames (half its UMEM chunks)
 	uint64_t loop_iters = 0, sleeps = 0;
 	// Wall time of the transmit kicks (a copy-mode kick runs every frame's switch path inside
 	// the send call) and of the loop's passes that transmitted, wall ns.
@@ -593,6 +595,7 @@ private:
 	struct Totals {
 		uint64_t softnet_drops = 0, squeeze = 0, veth_drops = 0, xsk_drops = 0, tx_held = 0, tx_no_frame = 0;
 		uint64_t kicks = 0; // send calls on every port (hosts and cables)
+		uint32_t tx_peak = 0; // the most TX frames one port had in the kernel (a peak, not summed)
 	} base_;
 	Result<Totals> totals();
 };

@@ -188,6 +188,7 @@ Result<Engine::Totals> Engine::totals()
 			t.xsk_drops += x->drops();
 		t.tx_held += h->port->tx_held();
 		t.kicks += h->port->kicks();
+		t.tx_peak = std::max(t.tx_peak, h->port->tx_frames_peak());
 		t.tx_no_frame += h->c.tx_no_frame;
 	}
 	for (const auto &c : cables_)
@@ -196,6 +197,7 @@ Result<Engine::Totals> Engine::totals()
 				t.xsk_drops += x->drops();
 			t.tx_held += c->end[k]->tx_held();
 			t.kicks += c->end[k]->kicks();
+			t.tx_peak = std::max(t.tx_peak, c->end[k]->tx_frames_peak());
 		}
 	return t;
 }
@@ -305,7 +307,9 @@ Health Engine::health()
 		r.tx_held = delta(t->tx_held, base_.tx_held);
 		r.tx_no_frame = delta(t->tx_no_frame, base_.tx_no_frame);
 		r.syscall_kicks = delta(t->kicks, base_.kicks);
+		r.tx_frames_peak = t->tx_peak;
 	}
+	r.tx_frames_per_port = opt_.frames_per_port / 2;
 	auto fail = [&](std::string why) {
 		r.valid = false;
 		r.reasons.push_back(std::move(why));

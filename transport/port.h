@@ -61,6 +61,10 @@ public:
 	virtual uint64_t tx_held() const { return 0; }
 	// Transmit kicks (send calls) so far.
 	virtual uint64_t kicks() const { return 0; }
+	// The most TX frames the kernel held at once (pushed, not yet completed: in the TX ring, in
+	// a switch's queue, behind a pause) since the port opened: what its TX half of the UMEM
+	// had to hold.
+	virtual uint32_t tx_frames_peak() const { return 0; }
 
 protected:
 	uint8_t *area_ = nullptr;

@@ -20,6 +20,21 @@ EngineNeeds engine_needs(uint64_t hosts, uint64_t cables, uint32_t frames_per_po
 	return n;
 }
 
+uint32_t frames_to_fit(uint64_t sockets, uint32_t wanted, const MachineLimits &m)
+{
+	const uint64_t room = m.mem_available_bytes / 4 * 3;
+	auto fits = [&](uint64_t f) { return sockets * f * kChunkBytes <= room; };
+	if (m.mem_available_bytes == 0 || fits(wanted))
+		return wanted;
+	uint64_t f = 1;
+	while (f * 2 < wanted)
+		f *= 2; // the largest power of two below `wanted`
+	for (; f >= kMinFramesPerPort; f /= 2)
+		if (fits(f))
+			return uint32_t(f);
+	return 0;
+}
+
 namespace {
 std::string gib(uint64_t bytes)
 {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "transport/port.h"
 
 namespace qn::tp {
 
@@ -30,6 +31,21 @@ inline constexpr uint64_t kFdMargin = 64;
 inline constexpr uint32_t kDefaultFramesPerPort = 8192;
 
 EngineNeeds engine_needs(uint64_t hosts, uint64_t cables, uint32_t frames_per_port);
+
+// The fewest chunks a socket may get when a fabric's UMEM is fitted to the machine: 512 RX and
+// 512 TX. Measured (docs/transport.md): in an 8:1 incast of 5 MB on the 10 Gbit/s star a socket
+// held at most 52 TX frames in the kernel under PFC, and 2,916 lossy (no CC, a 12 MB buffer
+// full, 461,137 drops); a lossy fabric on a floor-sized UMEM runs out and says so (INVALID).
+inline constexpr uint32_t kMinFramesPerPort = 1024;
+
+struct MachineLimits;
+// Chunks per socket for `sockets` sockets: `wanted` when their UMEM fits 3/4 of the available
+// memory (or the memory is unknown), else the largest power of two below it that fits, down to
+// kMinFramesPerPort; 0 when even that does not fit (check_engine_needs then refuses the needs
+// at the floor, naming them). A socket
+// that runs out of TX chunks makes its run INVALID (tx_no_frame), so a smaller UMEM is a
+// shortage the verdict sees, never a silent one.
+uint32_t frames_to_fit(uint64_t sockets, uint32_t wanted, const MachineLimits &m);
 
 // The machine's side: the open-files hard limit and the memory the kernel reports available.
 struct MachineLimits {

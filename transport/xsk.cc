@@ -43,6 +43,7 @@ void XskPort::close()
 	tx_pool_.clear();
 	fill_pending_.clear();
 	tx_outstanding_ = 0;
+	tx_peak_ = 0;
 }
 
 int XskPort::fd() const { return xsk_ ? xsk_socket__fd(xsk_) : -1; }
@@ -201,6 +202,8 @@ bool XskPort::tx_push(uint64_t addr, uint32_t len)
 	d->options = 0;
 	xsk_ring_prod__submit(&r_->tx, 1);
 	tx_outstanding_++;
+	if (tx_outstanding_ > tx_peak_)
+		tx_peak_ = tx_outstanding_;
 	tx_unkicked_++;
 	// Copy mode sends at most 32 frames per kick: kick at that batch size.
 	if (tx_unkicked_ >= 32)

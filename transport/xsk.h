@@ -58,6 +58,7 @@ public:
 
 	Result<XskStats> stats() const override;
 	uint64_t kicks() const override { return kicks_; }
+	uint32_t tx_frames_peak() const override { return tx_peak_; }
 	// Kicks after which frames were still in the TX ring (the kernel refused them).
 	uint64_t tx_held() const override { return tx_held_; }
 
@@ -73,6 +74,7 @@ private:
 	std::vector<uint64_t> tx_pool_;
 	std::vector<uint64_t> fill_pending_;
 	uint32_t tx_outstanding_ = 0;    // pushed to the TX ring, not yet completed
+	uint32_t tx_peak_ = 0;           // the most tx_outstanding_ has been
 	uint32_t tx_unkicked_ = 0;
 	uint64_t kicks_ = 0;
 	uint64_t tx_held_ = 0;

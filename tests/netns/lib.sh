@@ -156,6 +156,16 @@ holds() { jq -en "$1" >/dev/null; }
 # c7ef1ad build INVALID on the star at D = 200 in two of two runs with 1.3-1.4% fast windows,
 # while `jitter` saw 4.7 stops a second over 500 us and none over the stall threshold; the
 # check at the threshold alone called such a machine quiet and failed the test).
+# window_touched JSON UPTO: true when at least 1% of the run's first UPTO ns (fabric, from t0) lay
+# in affected periods (gen's `affected`): the bound at which a flow is tagged (fidelity.h),
+# applied to a timing check's window; sets TOUCHED to the periods that met it (for the message).
+# A period of a few ns (a switch link that lost a fraction of a frame) moves nothing the window
+# measures and does not count against it alone.
+window_touched() {
+	TOUCHED=$(jq -c --argjson upto "$2" '[.affected[] | select(.[0] < $upto)]' <<<"$1")
+	jq -e --argjson upto "$2" '[.affected[] | select(.[0] < $upto) | ([.[1], $upto] | min) - .[0]] | add // 0 | . >= 0.01 * $upto' <<<"$1" >/dev/null
+}
+
 machine_stalls() {
 	local thr jit rate credit
 	if [ "${1:0:1}" = "{" ]; then

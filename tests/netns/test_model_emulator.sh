@@ -114,11 +114,10 @@ emulate() {
 	echo "emulator $v $*: peak $peak B, mean FCT $fct ns, CNPs $cnp; $(grep -E '^validity' "$WORK/gen.txt"); $(grep -E '^loop delay' "$WORK/gen.txt" | tr '\n' ' ')"
 	grep -E "^  reason:" "$WORK/gen.txt" || true
 	jq -e .valid <<<"$OUT" >/dev/null || return 1
-	local at touched
+	local at
 	at=$(jq '.queues[] | select(.port == "tor/tor-p1") | .max_at_ns' <<<"$OUT")
-	touched=$(jq -c '(.queues[] | select(.port == "tor/tor-p1") | .max_at_ns) as $at | [.affected[] | select(.[0] < $at)]' <<<"$OUT")
-	[ "$touched" = "[]" ] && return 0
-	echo "  inconclusive: affected periods $touched (ns after t0) before the peak at $at ns"
+	window_touched "$OUT" "$at" || return 0
+	echo "  inconclusive: affected periods $TOUCHED (ns after t0), 1% or more of the time before the peak at $at ns"
 	return 1
 }
 # drops: every drop the switch counted, any reason

@@ -119,7 +119,7 @@ T=50000
 # was cut 300-740 us after the first cut, the rest at 62-137 us). Such an attempt is inconclusive
 # (a VALID run still: it touched under 1% of each flow's life), and the next one is taken.
 burst() {
-	local name=$1 attempt touched
+	local name=$1 attempt
 	shift
 	for attempt in 1 2 3; do
 		OUT=$("$QUENCH" gen "$TOPO_NAME" --pattern incast --senders 16 --size 1MB --dst h1 --count 1 --sync-window 0 \
@@ -141,11 +141,8 @@ burst() {
 				--sum-at "$((first + 2 * T + RTT))ns" --absent-rate 10Gbps | jq -r '[.sums[].bps | round | tostring] | join(" ")')"
 		fi
 		[ "${SUMS%% *}" != none ] || return 0
-		touched=$(jq -c --argjson upto "$((${SUMS%% *} + 2 * T + RTT))" '[.affected[] | select(.[0] < $upto)]' <<<"$OUT")
-		if [ "$touched" = "[]" ]; then
-			return 0
-		fi
-		echo "  $name attempt $attempt inconclusive: affected periods $touched (ns after t0) inside the first loop (to $((${SUMS%% *} + 2 * T + RTT)) ns); first cuts: $CUTS"
+		window_touched "$OUT" "$((${SUMS%% *} + 2 * T + RTT))" || return 0
+		echo "  $name attempt $attempt inconclusive: affected periods $TOUCHED (ns after t0), 1% or more of the first loop (to $((${SUMS%% *} + 2 * T + RTT)) ns); first cuts: $CUTS"
 	done
 	machine_stalls "$OUT" || fail "$name: no VALID run with an untouched first loop in three attempts on a quiet machine ($STALLS)"
 	skip "inconclusive: $name had no VALID run with an untouched first loop in three attempts; $STALLS"

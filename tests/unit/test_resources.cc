@@ -115,3 +115,33 @@ TEST_CASE("raise_nofile__lifts_the_soft_limit_up_to_the_hard_one", "[resources]"
 	}
 	REQUIRE(setrlimit(RLIMIT_NOFILE, &before) == 0);
 }
+
+TEST_CASE("frames_to_fit__fewer_chunks_per_socket_when_the_umem_does_not_fit", "[resources]")
+{
+	tp::MachineLimits m24{1'048'576, 22 * GiB}; // this machine: 24 GiB, about 22 available
+	// the star and k=4 with cables fit as they are
+	CHECK(tp::frames_to_fit(9, kFrames, m24) == kFrames);
+	CHECK(tp::frames_to_fit(80, kFrames, m24) == kFrames);
+	// k=8 with cables and the 320-host tree: 640 sockets x 32 MiB = 20 GiB > 16.5 GiB; 4,096
+	// chunks (10 GiB) fit, and the engine's needs then pass
+	const uint32_t f = tp::frames_to_fit(640, kFrames, m24);
+	CHECK(f == 4096);
+	CHECK(tp::check_engine_needs("ft8", tp::engine_needs(128, 256, f), m24).ok());
+	// k=16 with cables (1,024 + 2 x 2,048 sockets): 5,120 x 4 MiB = 20 GiB even at the floor: 0,
+	// and the needs at the default are refused naming the UMEM
+	CHECK(tp::frames_to_fit(5120, kFrames, m24) == 0);
+	// the floor itself when only it fits: 1,500 sockets x 4 MiB = 5.9 GiB within 3/4 of 10 GiB
+	// (7.5), at 8 MiB 11.7 GiB not; 2,048 sockets do not fit even at the floor (8 GiB)
+	tp::MachineLimits m10{1'048'576, 10 * GiB};
+	CHECK(tp::frames_to_fit(1500, kFrames, m10) == tp::kMinFramesPerPort);
+	CHECK(tp::frames_to_fit(2048, kFrames, m10) == 0);
+	// every result is a power of two (libxdp's ring sizes derive from it) and never above wanted
+	for (uint64_t s : {1ULL, 100ULL, 300ULL, 640ULL, 1000ULL, 1500ULL, 2000ULL, 2500ULL})
+		if (uint32_t x = tp::frames_to_fit(s, kFrames, m24)) {
+			CHECK((x & (x - 1)) == 0);
+			CHECK(x <= kFrames);
+			CHECK(s * x * 4096 <= m24.mem_available_bytes / 4 * 3);
+		}
+	// unknown memory: as wanted
+	CHECK(tp::frames_to_fit(5120, kFrames, tp::MachineLimits{1024, 0}) == kFrames);
+}

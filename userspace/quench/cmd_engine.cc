@@ -268,7 +268,8 @@ std::string gen_json(const GenArgs &g, Engine &e, const qn::SchemeResult &s, con
 	j["cpu_bound"] = rep.health.cpu_bound;
 	j["stalls"] = rep.health.stalls;
 	j["kicks"] = {{"send_calls", rep.health.syscall_kicks}, {"carrying_frames", rep.health.kicks},
-		      {"tx_held", rep.health.tx_held}};
+		      {"tx_held", rep.health.tx_held}, {"tx_frames_peak", rep.health.tx_frames_peak},
+		      {"tx_frames_per_port", rep.health.tx_frames_per_port}};
 	j["busy_wall_ns"] = rep.health.busy_wall_ns;
 	j["stall_threshold_wall_ns"] = rep.health.stall_threshold_wall_ns;
 	j["flows_done"] = s.done;

@@ -319,14 +319,21 @@ int cmd_topo(const Args &a)
 			hosts += n.kind == qn::NodeKind::Host;
 		for (const auto &l : t->links)
 			cables += qn::is_cable_link(*t, l);
-		const auto need = qn::tp::engine_needs(hosts, cables, qn::tp::kDefaultFramesPerPort);
 		const auto lim = qn::tp::machine_limits();
-		std::printf("engine: %llu AF_XDP sockets (%llu hosts + 2 x %llu cables), %llu file descriptors, UMEM %.2f GiB; "
+		const uint32_t fit = qn::tp::frames_to_fit(hosts + 2 * cables, qn::tp::kDefaultFramesPerPort, lim);
+		const auto need = qn::tp::engine_needs(hosts, cables, fit ? fit : qn::tp::kMinFramesPerPort);
+		std::printf("engine: %llu AF_XDP sockets (%llu hosts + 2 x %llu cables), %llu file descriptors, UMEM %.2f GiB (%llu chunks each); "
 			    "this machine: open files hard limit %llu, %.2f GiB available\n",
 			    static_cast<unsigned long long>(need.sockets), static_cast<unsigned long long>(hosts),
 			    static_cast<unsigned long long>(cables), static_cast<unsigned long long>(need.fds),
-			    double(need.umem_bytes) / double(1ULL << 30), static_cast<unsigned long long>(lim.nofile_hard),
+			    double(need.umem_bytes) / double(1ULL << 30),
+			    static_cast<unsigned long long>(need.sockets ? need.umem_bytes / need.sockets / qn::tp::kChunkBytes : 0),
+			    static_cast<unsigned long long>(lim.nofile_hard),
 			    double(lim.mem_available_bytes) / double(1ULL << 30));
+		// A topology no engine on this machine can serve is an error (after the description and
+		// the needs, before the routes).
+		if (auto st = qn::tp::check_engine_needs("topology " + t->name, need, lim); !st.ok())
+			return fail("topo check: " + st.error().to_string());
 		for (const auto &n : t->nodes) {
 			if (n.kind != qn::NodeKind::Switch)
 				continue;
@@ -337,9 +344,6 @@ int cmd_topo(const Args &a)
 				std::printf("\n");
 			}
 		}
-		// A topology no engine on this machine can serve is an error (after the description).
-		if (auto st = qn::tp::check_engine_needs("topology " + t->name, need, lim); !st.ok())
-			return fail("topo check: " + st.error().to_string());
 		return 0;
 	}
 	if (sub == "up") {

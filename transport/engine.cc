@@ -177,11 +177,11 @@ Status Engine::open_ports()
 	};
 	// What the fabric takes from the machine, checked before any socket exists (resources.h): a
 	// UMEM above 3/4 of the available memory gets fewer chunks per socket, down to a floor.
-	const uint64_t served = uint64_t(std::count_if(desc_.hosts.begin(), desc_.hosts.end(), serves));
 	const MachineLimits lim = machine_limits();
-	const uint32_t fit = frames_to_fit(served + 2 * desc_.cables.size(), opt_.frames_per_port, lim);
-	opt_.frames_per_port = fit ? fit : kMinFramesPerPort; // 0: not even the floor (refused below)
-	const EngineNeeds need = engine_needs(served, desc_.cables.size(), opt_.frames_per_port);
+	const FittedNeeds fit = fit_engine_needs(uint64_t(std::count_if(desc_.hosts.begin(), desc_.hosts.end(), serves)),
+						 desc_.cables.size(), opt_.frames_per_port, lim);
+	opt_.frames_per_port = fit.frames_per_port;
+	const EngineNeeds &need = fit.need;
 	QN_TRY(check_engine_needs("fabric " + desc_.name, need, lim));
 	QN_TRY(raise_nofile(need.fds));
 	for (const HostDesc &hd : desc_.hosts) {

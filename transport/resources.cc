@@ -35,6 +35,15 @@ uint32_t frames_to_fit(uint64_t sockets, uint32_t wanted, const MachineLimits &m
 	return 0;
 }
 
+FittedNeeds fit_engine_needs(uint64_t hosts, uint64_t cables, uint32_t wanted, const MachineLimits &m)
+{
+	const uint32_t fit = frames_to_fit(hosts + 2 * cables, wanted, m);
+	FittedNeeds f;
+	f.frames_per_port = fit ? fit : kMinFramesPerPort;
+	f.need = engine_needs(hosts, cables, f.frames_per_port);
+	return f;
+}
+
 namespace {
 std::string gib(uint64_t bytes)
 {

@@ -47,6 +47,15 @@ struct MachineLimits;
 // shortage the verdict sees, never a silent one.
 uint32_t frames_to_fit(uint64_t sockets, uint32_t wanted, const MachineLimits &m);
 
+// The needs of `hosts` served hosts and `cables` cables with the chunks per socket fitted to `m`
+// (frames_to_fit; the floor when nothing fits, which check_engine_needs then refuses), and that
+// chunk count: what the engine opens and what `topo check` states.
+struct FittedNeeds {
+	EngineNeeds need;
+	uint32_t frames_per_port = 0;
+};
+FittedNeeds fit_engine_needs(uint64_t hosts, uint64_t cables, uint32_t wanted, const MachineLimits &m);
+
 // The machine's side: the open-files hard limit and the memory the kernel reports available.
 struct MachineLimits {
 	uint64_t nofile_hard = 0;

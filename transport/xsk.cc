@@ -202,8 +202,6 @@ bool XskPort::tx_push(uint64_t addr, uint32_t len)
 	d->options = 0;
 	xsk_ring_prod__submit(&r_->tx, 1);
 	tx_outstanding_++;
-	if (tx_outstanding_ > tx_peak_)
-		tx_peak_ = tx_outstanding_;
 	tx_unkicked_++;
 	// Copy mode sends at most 32 frames per kick: kick at that batch size.
 	if (tx_unkicked_ >= 32)
@@ -237,6 +235,9 @@ void XskPort::flush()
 			tx_held_++;
 	}
 	uint32_t idx = 0;
+	// tx_outstanding_ only grows between reaps: its peak is its value just before one
+	// (tx_frames_peak() adds the frames pushed since the last).
+	tx_peak_ = std::max(tx_peak_, tx_outstanding_);
 	uint32_t done = xsk_ring_cons__peek(&r_->comp, 1024, &idx);
 	for (uint32_t i = 0; i < done; i++)
 		tx_pool_.push_back(*xsk_ring_cons__comp_addr(&r_->comp, idx + i) & ~uint64_t(kChunkBytes - 1));

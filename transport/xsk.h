@@ -8,6 +8,7 @@
 // half is the TX pool. Frames held by delay lines stay out of the rings until released.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -58,7 +59,7 @@ public:
 
 	Result<XskStats> stats() const override;
 	uint64_t kicks() const override { return kicks_; }
-	uint32_t tx_frames_peak() const override { return tx_peak_; }
+	uint32_t tx_frames_peak() const override { return std::max(tx_peak_, tx_outstanding_); }
 	// Kicks after which frames were still in the TX ring (the kernel refused them).
 	uint64_t tx_held() const override { return tx_held_; }
 
@@ -74,7 +75,7 @@ private:
 	std::vector<uint64_t> tx_pool_;
 	std::vector<uint64_t> fill_pending_;
 	uint32_t tx_outstanding_ = 0;    // pushed to the TX ring, not yet completed
-	uint32_t tx_peak_ = 0;           // the most tx_outstanding_ has been
+	uint32_t tx_peak_ = 0;           // the most tx_outstanding_ was before a reap
 	uint32_t tx_unkicked_ = 0;
 	uint64_t kicks_ = 0;
 	uint64_t tx_held_ = 0;

@@ -320,14 +320,14 @@ int cmd_topo(const Args &a)
 		for (const auto &l : t->links)
 			cables += qn::is_cable_link(*t, l);
 		const auto lim = qn::tp::machine_limits();
-		const uint32_t fit = qn::tp::frames_to_fit(hosts + 2 * cables, qn::tp::kDefaultFramesPerPort, lim);
-		const auto need = qn::tp::engine_needs(hosts, cables, fit ? fit : qn::tp::kMinFramesPerPort);
+		const auto fit = qn::tp::fit_engine_needs(hosts, cables, qn::tp::kDefaultFramesPerPort, lim);
+		const auto &need = fit.need;
 		std::printf("engine: %llu AF_XDP sockets (%llu hosts + 2 x %llu cables), %llu file descriptors, UMEM %.2f GiB (%llu chunks each); "
 			    "this machine: open files hard limit %llu, %.2f GiB available\n",
 			    static_cast<unsigned long long>(need.sockets), static_cast<unsigned long long>(hosts),
 			    static_cast<unsigned long long>(cables), static_cast<unsigned long long>(need.fds),
 			    double(need.umem_bytes) / double(1ULL << 30),
-			    static_cast<unsigned long long>(need.sockets ? need.umem_bytes / need.sockets / qn::tp::kChunkBytes : 0),
+			    static_cast<unsigned long long>(fit.frames_per_port),
 			    static_cast<unsigned long long>(lim.nofile_hard),
 			    double(lim.mem_available_bytes) / double(1ULL << 30));
 		// A topology no engine on this machine can serve is an error (after the description and

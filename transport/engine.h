@@ -374,6 +374,9 @@ public:
 	std::string cc_describe(QpHandle h) const { return qps_[h]->cc_describe; }
 	Endpoint endpoint(const std::string &host) const;
 	size_t cable_count() const { return cables_.size(); }
+	// UMEM chunks per socket as opened (fitted to the machine: resources.h frames_to_fit).
+	uint32_t frames_per_port() const { return opt_.frames_per_port; }
+	const EngineDesc &desc() const { return desc_; }
 
 private:
 	struct Held {

@@ -146,3 +146,40 @@ TEST_CASE("fattree__the_header_states_the_counts_it_writes", "[fattree]")
 	REQUIRE(text);
 	CHECK(text->find("4 core switches, 16 hosts, 48 links") != std::string::npos);
 }
+
+TEST_CASE("ns3_fat320__the_simulators_320_host_tree_through_the_importer", "[fattree]")
+{
+	const std::string text = ns3_fat320_text();
+	CHECK(text.rfind("376 56 480\n", 0) == 0); // fat.txt's first line
+	auto t = parse_ns3_topology(text, "fat.txt", "fat");
+	INFO((t ? "" : t.error().to_string()));
+	REQUIRE(t);
+	CHECK(count(*t, NodeKind::Host) == 320);
+	CHECK(count(*t, NodeKind::Switch) == 56);
+	CHECK(t->links.size() == 480);
+	int uplinks = 0;
+	for (const auto &l : t->links)
+		uplinks += l.rate_bps == 400'000'000'000ULL;
+	CHECK(uplinks == 160);
+	// ToR 320 (sw320): hosts 0..15 and the four aggregation switches of pod 0
+	const auto tor = neighbours(*t, "sw320");
+	CHECK(tor.size() == 20);
+	CHECK(tor.count("h0") == 1);
+	CHECK(tor.count("h15") == 1);
+	for (const char *a : {"sw340", "sw341", "sw342", "sw343"})
+		CHECK(tor.count(a) == 1);
+	// aggregation 345 (pod 1, j = 1): ToRs 324..327 and cores 364..367
+	const auto agg = neighbours(*t, "sw345");
+	CHECK(agg == std::set<std::string>{"sw324", "sw325", "sw326", "sw327", "sw364", "sw365", "sw366", "sw367"});
+	// ECMP: a ToR reaches a host of another pod over its 4 uplinks; a core reaches every pod
+	// through one aggregation switch
+	const uint32_t far = ns3_node_ip(300); // pod 4
+	auto fan_out = [&](const char *sw) {
+		for (const auto &r : t->routes_for(t->find(sw)))
+			if (r.dst_ip == far)
+				return r.nexthops.size();
+		return size_t(0);
+	};
+	CHECK(fan_out("sw320") == 4);
+	CHECK(fan_out("sw360") == 1);
+}

@@ -45,4 +45,23 @@ Result<std::string> fattree_text(const FatTreeSpec &s)
 	return o.str();
 }
 
+std::string ns3_fat320_text()
+{
+	constexpr int kHosts = 320, kTors = 20, kPerTor = 16, kAggs = 20, kCores = 16, kPodTors = 4;
+	constexpr int tor0 = kHosts, agg0 = tor0 + kTors, core0 = agg0 + kAggs, nodes = core0 + kCores;
+	std::ostringstream o;
+	o << nodes << " " << kTors + kAggs + kCores << " " << kHosts + kTors * kPodTors + kAggs * kPodTors << "\n";
+	for (int s = tor0; s < nodes; s++)
+		o << s << (s + 1 < nodes ? " " : "\n");
+	for (int h = 0; h < kHosts; h++)
+		o << h << " " << tor0 + h / kPerTor << " 100Gbps 1000ns 0.000000\n";
+	for (int t = 0; t < kTors; t++)
+		for (int j = 0; j < kPodTors; j++)
+			o << tor0 + t << " " << agg0 + (t / kPodTors) * kPodTors + j << " 400Gbps 1000ns 0.000000\n";
+	for (int a = 0; a < kAggs; a++)
+		for (int m = 0; m < 4; m++)
+			o << agg0 + a << " " << core0 + (a % kPodTors) * 4 + m << " 400Gbps 1000ns 0.000000\n";
+	return o.str();
+}
+
 } // namespace qn

@@ -28,4 +28,11 @@ struct FatTreeSpec {
 // `--param RATE=.. FABRIC=.. DELAY=.. FABRIC_DELAY=..`.
 Result<std::string> fattree_text(const FatTreeSpec &s);
 
+// The ns-3 RDMA simulator's standard 320-host tree (its mix/fat.txt), in the simulator's own
+// format, so it comes up through the importer as the simulator's file does: 376 nodes (hosts
+// 0..319, 20 ToRs 320..339 of 16 hosts, 20 aggregation switches 340..359, 16 cores 360..375), 480
+// links; pods of 4 ToRs and 4 aggregation switches, aggregation switch j of every pod to cores
+// 360+4j..363+4j; hosts at 100 Gbit/s, every switch link 400 Gbit/s, every link 1000 ns.
+std::string ns3_fat320_text();
+
 } // namespace qn

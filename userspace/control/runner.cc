@@ -11,6 +11,7 @@
 
 #include "common/units.h"
 #include "control/bringup.h"
+#include "control/capacity.h"
 #include "control/engine_desc.h"
 #include "control/flows.h"
 #include "control/gauges.h"
@@ -359,16 +360,10 @@ Status calibrate(ExperimentRun &c, double forced_d)
 	// topology (a ring), so no receiver takes more than one sender's load: at the run's D
 	// no host receives more than its link rate, while an incast at D = 1 would overrun
 	// the receiver's socket (drops, retransmissions) in a way the dilated run never does.
-	std::vector<FlowSpec> conc;
-	std::set<std::string> seen;
-	for (const auto &f : c.flows) {
-		if (!seen.insert(f.src).second)
-			continue;
-		const size_t at = size_t(std::find(hosts.begin(), hosts.end(), f.src) - hosts.begin());
-		conc.push_back(FlowSpec{conc.size(), f.src, hosts[(at + 1) % hosts.size()], 0, 0, 100});
-	}
-	for (auto &f : conc)
-		f.size = std::max<uint64_t>(1'000'000, 16'000'000 / conc.size());
+	std::vector<std::string> sender_list;
+	for (const auto &f : c.flows)
+		sender_list.push_back(f.src);
+	const std::vector<FlowSpec> conc = ring_flows(hosts, sender_list);
 	if (forced_d > 0) {
 		k.d = forced_d;
 	} else {
@@ -386,32 +381,9 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		RunOptions ro;
 		ro.qp.cc.scheme = "none";
 		ro.stop = c.hooks.stop;
-		ro.timeout_ns = 4'000'000'000ULL;
-		// Return: the payload bit/s a flow list moved at once (total bytes over the span from
-		// the first post to the last completion), the best of three runs of about 0.1 s (as
-		// for the jitter: one stall of this VM, up to 14 ms, must not set D for the whole
-		// run), or 0 when a flow did not complete.
-		auto aggregate = [&](const std::vector<FlowSpec> &fl) -> Result<double> {
-			double best = 0;
-			for (int i = 0; i < 3; i++) {
-				auto rep = run_flows(**e, fl, ro);
-				if (!rep)
-					return rep.error();
-				if (rep->interrupted)
-					return interrupted();
-				uint64_t first = UINT64_MAX, last = 0, bytes = 0;
-				for (const auto &r : rep->flows) {
-					if (!r.done || !r.fct_ns)
-						return 0.0;
-					first = std::min(first, r.post_ns);
-					last = std::max(last, r.post_ns + r.fct_ns);
-					bytes += r.spec.size;
-				}
-				if (last > first)
-					best = std::max(best, double(bytes) * 8 / (double(last - first) / 1e9));
-			}
-			return best;
-		};
+		ro.timeout_ns = capacity_timeout_ns(conc);
+		// The payload bit/s a flow list moved at once (control/capacity.h: the best of three).
+		auto aggregate = [&](const std::vector<FlowSpec> &fl) { return capacity_of(**e, fl, ro); };
 		// One pair alone (reported: what the engine moves for a single flow).
 		auto pair = aggregate({FlowSpec{0, a, b, 16'000'000, 0, 100}});
 		if (!pair)
@@ -425,7 +397,8 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		e->reset(); // close the engine before the topology comes up again at D
 		if (k.capacity_wall_bps <= 0)
 			return make_error("calibration: the capacity flows (" + std::to_string(conc.size()) +
-					  " senders at once) did not complete at D=1 within 4 s");
+					  " senders at once) did not complete at D=1 within " +
+					  fmt(double(capacity_timeout_ns(conc)) / 1e9, "%g") + " s");
 		k.adapt = true;
 		k.rule = dilation_rule(DRuleInput{k.offered_bps, k.capacity_wall_bps, k.capacity_pair_wall_bps,
 						  k.jitter_wall_ns, k.base_rtt_min_ns});

@@ -104,7 +104,7 @@ inline const std::vector<Command> &commands()
 		{"agent", "the Soft-RoCE agent: CC for the rdma_rxe QPs of a topology's rxe hosts"},
 		{"schemes", "the congestion-control schemes that exist, their parts and parameters"},
 		{"jitter", "how often this machine stops a spinning loop for more than G us (preemption, steal)"},
-		{"bench", "benchmarks: switch, transport, rxe (ratios against a baseline in the same run)"},
+		{"bench", "benchmarks: switch, transport, rxe, fabric (ratios against a baseline in the same run)"},
 	};
 	return c;
 }

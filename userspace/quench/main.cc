@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
+#include "bench/bench_fabric.h"
 #include "bench/bench_rxe.h"
 #include "bench/bench_transport.h"
 #include "common/units.h"
@@ -79,6 +80,10 @@ struct Args {
 	int bench_tos = -1;                   // bench switch --tos
 	qn::FatTreeSpec fattree;              // topo fattree
 	std::string out;                      // topo fattree -o
+	std::vector<std::string> shapes;      // bench fabric --shapes
+	int fabric_rounds = 5;                // bench fabric --rounds
+	double fabric_seconds = 0.3;          // bench fabric --seconds
+	std::string fabric_prefix = "qnbf";   // bench fabric --prefix
 };
 
 // The topology, switch and bench commands on CLI11: every option where the command takes it,
@@ -178,6 +183,22 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 	CLI::App *btr = bench->add_subcommand("transport", "the engine vs kernel UDP and raw AF_XDP, side by side");
 	CLI::App *brx = bench->add_subcommand("rxe", "the Soft-RoCE host programs' cost per packet, against the agent-off egress");
 	qn::cli::number(*brx, "--rounds", a.rounds, 1, 1e6, "alternating rounds");
+	CLI::App *bfa = bench->add_subcommand(
+		"fabric", "per fabric shape: bring-up, memory, descriptors and the capacity at D=1 against raw AF_XDP on one and every core");
+	{
+		std::string names;
+		for (const auto &n : qn::fabric_shape_names())
+			names += (names.empty() ? "" : ", ") + n;
+		std::string defs;
+		for (const auto &n : qn::fabric_default_shapes())
+			defs += (defs.empty() ? "" : ",") + n;
+		bfa->add_option("--shapes", a.shapes, "shapes, comma-separated or repeated (" + names + "; default " + defs + ")")
+			->delimiter(',');
+	}
+	qn::cli::number(*bfa, "--rounds", a.fabric_rounds, 1, 1000, "interleaved rounds per shape (medians; default 5)");
+	qn::cli::number(*bfa, "--seconds", a.fabric_seconds, 0.01, 60, "per raw measurement (default 0.3)");
+	bfa->add_option("--format", a.format, "table (default) or json")->check(CLI::IsMember({"table", "json"}));
+	bfa->add_option("--prefix", a.fabric_prefix, "topology names: PREFIX and a shape code (default qnbf: qnbfs8, qnbfk4, ...)");
 	for (CLI::App *c : {bsw, btr}) {
 		qn::cli::number(*c, "--seconds", a.seconds, 1e-3, 3600, "per measurement");
 		qn::cli::number(*c, "--rounds", a.rounds, 1, 1e6, "alternating rounds");
@@ -494,6 +515,22 @@ int cmd_bench(const Args &a)
 		std::fputs(r->c_str(), stdout);
 		return 0;
 	}
+	if (a.pos.size() >= 2 && a.pos[1] == "fabric") {
+		qn::FabricBenchOptions o;
+		o.shapes = a.shapes;
+		o.rounds = a.fabric_rounds;
+		o.seconds = a.fabric_seconds;
+		o.json = a.format == "json";
+		o.prefix = a.fabric_prefix;
+		std::signal(SIGINT, [](int) { g_stop = 1; });
+		std::signal(SIGTERM, [](int) { g_stop = 1; });
+		o.stop = [] { return g_stop != 0; };
+		auto r = qn::bench_fabric(o);
+		if (!r)
+			return fail(r.error().to_string());
+		std::fputs(r->c_str(), stdout);
+		return 0;
+	}
 	if (a.pos.size() >= 2 && a.pos[1] == "rxe") {
 		auto r = qn::bench_rxe(uint32_t(a.rounds));
 		if (!r)
@@ -502,7 +539,7 @@ int cmd_bench(const Args &a)
 		return 0;
 	}
 	if (a.pos.size() < 2 || a.pos[1] != "switch")
-		return fail("bench needs a subcommand (switch, transport, rxe)");
+		return fail("bench needs a subcommand (switch, transport, rxe, fabric)");
 	qn::BenchOptions o;
 	o.seconds = a.seconds;
 	o.rounds = a.rounds;

@@ -40,7 +40,8 @@ struct ShapeDef {
 };
 
 const ShapeDef kShapes[] = {
-	{"star-8", "s8", true},      {"star-32", "s32", true},   {"star-64", "s64", false}, {"leafspine", "ls", true},
+	// No star of 64: a switch has at most 32 ports (QN_MAX_PORTS, the signal mark's 5 port bits).
+	{"star-8", "s8", true},      {"star-32", "s32", true},   {"leafspine", "ls", true},
 	{"fattree-k4", "k4", true}, {"fattree-k8", "k8", false}, {"ns3-fat320", "f320", false},
 };
 
@@ -89,6 +90,22 @@ double kernel_mib()
 		if (k == "SUnreclaim:" || k == "Percpu:" || k == "KernelStack:" || k == "PageTables:" || k == "VmallocUsed:")
 			sum += v;
 	return double(sum) / 1024.0;
+}
+
+// kernel_mib once it holds still (two reads 500 ms apart within 8 MiB, at most 30 s): what an
+// earlier shape's teardown frees (sockets, maps, namespaces) is freed by kernel workers after
+// `topo down` returned, gigabytes after a large fabric.
+double settled_kernel_mib()
+{
+	double prev = kernel_mib();
+	for (int i = 0; i < 60; i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(500));
+		const double now = kernel_mib();
+		if (now - prev < 8 && prev - now < 8)
+			return now;
+		prev = now;
+	}
+	return prev;
 }
 
 // A process's resident memory (VmRSS), MiB; 0 when it is gone.
@@ -164,7 +181,11 @@ int switch_hops(const tp::EngineDesc &d, int a, int b)
 // kWindow unanswered, every data frame is answered by an ACK frame (the engine's encoding), and
 // every cable forwards what it receives at once (no delay line: at D = 1 a delay is not work).
 
-constexpr uint32_t kWindow = 64;
+// Frames a raw sender keeps unanswered, and pushes per pass: a pass over a k=8 fat-tree's 640
+// sockets takes tens of milliseconds on one thread, and a cable end's RX ring (half its chunks)
+// must hold what every sender whose path crosses it pushed meanwhile.
+constexpr uint32_t kWindow = 32;
+constexpr int kBatch = 16;
 // A window with no ACK for this long is reset (a frame lost would block it for good); frames
 // are counted end to end after a drain, so a reset of a slow window loses nothing it reports.
 constexpr uint64_t kStallNs = 100'000'000;
@@ -255,10 +276,8 @@ void raw_loop(RawFabric &rf, const std::vector<size_t> &hosts, const std::vector
 {
 	uint64_t addr[64];
 	uint32_t len[64];
-	for (size_t i : hosts) {
-		rf.hosts[i].inflight = rf.hosts[i].acks_due = 0;
+	for (size_t i : hosts)
 		rf.hosts[i].last_progress = tp::mono_wall_ns();
-	}
 	for (uint64_t now = tp::mono_wall_ns(); now < end; now = tp::mono_wall_ns()) {
 		const bool counting = now >= count_from;
 		for (size_t i : hosts) {
@@ -284,7 +303,7 @@ void raw_loop(RawFabric &rf, const std::vector<size_t> &hosts, const std::vector
 				p.refill();
 			for (; h.acks_due > 0 && push(p, h.ack); h.a_sent++)
 				h.acks_due--;
-			for (int k = 0; k < 32 && now < data_until && h.inflight < kWindow && push(p, h.data); k++)
+			for (int k = 0; k < kBatch && now < data_until && h.inflight < kWindow && push(p, h.data); k++)
 				h.inflight++, h.d_sent++;
 			if (h.inflight >= kWindow && now - h.last_progress > kStallNs) {
 				h.inflight = 0; // start over rather than wait forever on a lost frame
@@ -322,8 +341,8 @@ void raw_loop(RawFabric &rf, const std::vector<size_t> &hosts, const std::vector
 // round-robin; both ends of a cable on one thread). Adds the windows that stalled to `stalls`.
 double raw_gbps(RawFabric &rf, size_t threads, double seconds, uint64_t &stalls)
 {
-	for (auto &h : rf.hosts)
-		h.rcvd_payload = 0, h.stalls = 0;
+	for (auto &h : rf.hosts) // the drain before left nothing in flight, or lost it
+		h.rcvd_payload = 0, h.stalls = 0, h.inflight = 0;
 	std::vector<std::vector<size_t>> hs(threads), cs(threads);
 	for (size_t i = 0; i < rf.hosts.size(); i++)
 		hs[i % threads].push_back(i);
@@ -343,8 +362,15 @@ double raw_gbps(RawFabric &rf, size_t threads, double seconds, uint64_t &stalls)
 		all_h[i] = i;
 	for (size_t i = 0; i < all_c.size(); i++)
 		all_c[i] = i;
-	const uint64_t d0 = tp::mono_wall_ns();
-	raw_loop(rf, all_h, all_c, UINT64_MAX, 0, d0 + 50'000'000);
+	// in slices of 20 ms until every frame pushed has arrived, at most 2 s (a lost frame never does)
+	auto settled = [&] {
+		uint64_t sent = 0, rcvd = 0;
+		for (const auto &h : rf.hosts)
+			sent += h.d_sent + h.a_sent, rcvd += h.d_rcvd + h.a_rcvd;
+		return sent == rcvd;
+	};
+	for (int i = 0; i < 100 && !settled(); i++)
+		raw_loop(rf, all_h, all_c, UINT64_MAX, 0, tp::mono_wall_ns() + 20'000'000);
 	uint64_t bytes = 0;
 	for (const auto &h : rf.hosts)
 		bytes += h.rcvd_payload, stalls += h.stalls;
@@ -392,7 +418,7 @@ Result<FabricShapeResult> bench_shape(const ShapeDef &s, const FabricBenchOption
 	UpOptions uo;
 	uo.dilation = *d;
 	uo.owned = true;
-	const double kmem0 = kernel_mib();
+	const double kmem0 = settled_kernel_mib();
 	Down down{topo};
 	auto t0 = std::chrono::steady_clock::now();
 	down.up = true; // a failed up leaves parts behind: take them down too
@@ -416,10 +442,12 @@ Result<FabricShapeResult> bench_shape(const ShapeDef &s, const FabricBenchOption
 			return make_error("interrupted by a signal");
 		{ // the engine: the calibration's measure
 			const double k1 = kernel_mib(), rss1 = rss_mib("self");
+			const auto o0 = std::chrono::steady_clock::now();
 			auto e = tp::Engine::open(engine_desc(*t), *d, tp::EngineOptions{});
 			if (!e)
 				return e.error();
 			if (round == 0) {
+				r.engine_open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - o0).count();
 				r.mem_engine_mib = kernel_mib() - k1 + rss_mib("self") - rss1;
 				r.engine_fds = count_fds("self") - fds0;
 				r.frames_per_port = (*e)->frames_per_port();
@@ -452,6 +480,13 @@ Result<FabricShapeResult> bench_shape(const ShapeDef &s, const FabricBenchOption
 			QN_TRY(open_raw(ed, r.frames_per_port ? r.frames_per_port : tp::kMinFramesPerPort, rf));
 			r.raw_1core_rounds.push_back(raw_gbps(rf, 1, o.seconds, r.raw_stalls));
 			r.limit_rounds.push_back(raw_gbps(rf, cpus, o.seconds, r.raw_stalls));
+			for (auto &h : rf.hosts)
+				if (auto st = h.port->stats())
+					r.raw_socket_drops += st->drops();
+			for (auto &c : rf.cables)
+				for (auto &e : c.end)
+					if (auto st = e->stats())
+						r.raw_socket_drops += st->drops();
 			// after the drains every frame pushed has arrived, or it was lost on the way
 			for (size_t i = 0; i < rf.hosts.size(); i++) {
 				const RawHost &h = rf.hosts[i], &next = rf.hosts[(i + 1) % rf.hosts.size()];
@@ -516,7 +551,7 @@ std::vector<std::string> fabric_default_shapes()
 
 Result<std::string> fabric_shape_text(const std::string &shape, const std::string &topo)
 {
-	if (shape == "star-8" || shape == "star-32" || shape == "star-64")
+	if (shape == "star-8" || shape == "star-32")
 		return star_text(topo, std::stoi(shape.substr(5)));
 	if (shape == "leafspine")
 		return leafspine_text(topo);
@@ -578,19 +613,21 @@ Result<std::string> bench_fabric(const FabricBenchOptions &o)
 			       ",\"raw_1core_rounds\":" + rounds_json(r.raw_1core_rounds) +
 			       ",\"limit_rounds\":" + rounds_json(r.limit_rounds) + ",\"raw_stalls\":" + std::to_string(r.raw_stalls) + ",\"raw_lost\":" + std::to_string(r.raw_lost) +
 			       ",\"raw_other\":" + std::to_string(r.raw_other) +
+			       ",\"raw_socket_drops\":" + std::to_string(r.raw_socket_drops) +
+			       ",\"engine_open_s\":" + fmt("%.3f", r.engine_open_s) +
 			       ",\"left_behind\":" + std::to_string(r.left_behind) + "}";
 		}
 		return out + "]}\n";
 	}
 	out = "fabric bench: every host sends to the next (a ring), D=1, PFC on, no CC; " + std::to_string(o.rounds) +
 	      " interleaved rounds, medians (Gbit/s of payload per wall second)\n"
-	      "shape        hosts sw  cables sockets  up s  down s  topo MiB  engine MiB  fds  hops  capacity  raw_1core   limit  "
+	      "shape        hosts sw  cables sockets  up s  down s  open s  topo MiB  engine MiB  fds  hops  capacity  raw_1core   limit  "
 	      "/raw  /limit  per pair  per hop\n";
 	for (const auto &r : res) {
 		char b[512];
 		std::snprintf(b, sizeof(b),
-			      "%-12s %5zu %3zu %7zu %7zu %5.1f %7.1f %9.0f %11.0f %4zu %5.2f %9.3f %10.3f %7.3f %5.2f %7.2f %9.4f %8.3f\n",
-			      r.name.c_str(), r.hosts, r.switches, r.cables, r.sockets, r.up_s, r.down_s, r.mem_topo_mib,
+			      "%-12s %5zu %3zu %7zu %7zu %5.1f %7.1f %7.1f %9.0f %11.0f %4zu %5.2f %9.3f %10.3f %7.3f %5.2f %7.2f %9.4f %8.3f\n",
+			      r.name.c_str(), r.hosts, r.switches, r.cables, r.sockets, r.up_s, r.down_s, r.engine_open_s, r.mem_topo_mib,
 			      r.mem_engine_mib, r.engine_fds + r.switchd_fds, r.mean_hops, r.capacity_gbps, r.raw_1core_gbps,
 			      r.limit_gbps, r.ratio_to_raw(), r.ratio_to_limit(), r.hosts ? r.capacity_gbps / double(r.hosts) : 0,
 			      r.capacity_gbps * r.mean_hops);
@@ -605,7 +642,8 @@ Result<std::string> bench_fabric(const FabricBenchOptions &o)
 		if (r.raw_stalls)
 			out += r.name + ": " + std::to_string(r.raw_stalls) + " raw windows waited 100 ms for an ACK and were reset\n";
 		if (r.raw_lost || r.raw_other)
-			out += r.name + ": " + std::to_string(r.raw_lost) + " raw frames lost, " + std::to_string(r.raw_other) +
+			out += r.name + ": " + std::to_string(r.raw_lost) + " raw frames lost (" + std::to_string(r.raw_socket_drops) +
+			       " dropped at sockets), " + std::to_string(r.raw_other) +
 			       " frames of neither kind received (the raw figures undercount)\n";
 		if (r.left_behind)
 			out += r.name + ": " + std::to_string(r.left_behind) + " namespaces left behind after teardown\n";

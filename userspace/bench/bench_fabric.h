@@ -1,10 +1,10 @@
-// bench_fabric.h - `quench bench fabric`: what a fabric costs and carries, per shape (stars of 8,
-// 32 and 64 hosts, a leaf-spine, k=4 and k=8 fat-trees, the ns-3 simulator's 320-host tree):
+// bench_fabric.h - `quench bench fabric`: what a fabric costs and carries, per shape (stars of 8
+// and 32 hosts (a switch has at most 32 ports), a leaf-spine, k=4 and k=8 fat-trees, the ns-3 simulator's 320-host tree):
 // bring-up and teardown time, memory, sockets, veths and descriptors, and the capacity at D = 1
 // with every host sending (the calibration's measure, control/capacity.h) against two baselines
 // with no engine through the same hops, measured in the same rounds: raw AF_XDP senders on one
-// thread (`raw_1core`) and one thread per CPU (`limit`), each data frame answered by a 64 B ACK
-// frame as the engine's are. docs/PERFORMANCE.md "`quench bench fabric`".
+// thread (`raw_1core`) and one thread per CPU (`limit`), each data frame answered by an ACK frame
+// as the engine's are (its encoding, 74 bytes). docs/PERFORMANCE.md "`quench bench fabric`".
 //
 // Units: Gbit/s of payload per wall second, seconds, MiB.
 #pragma once
@@ -22,12 +22,12 @@ struct FabricBenchOptions {
 	int rounds = 5;                  // interleaved rounds per shape (engine, raw_1core, limit)
 	double seconds = 0.3;            // per raw measurement
 	bool json = false;
-	std::string prefix = "qnbf";     // topology names: the prefix and a shape code (s8, s32, s64, ls, k4, k8, f320)
+	std::string prefix = "qnbf";     // topology names: the prefix and a shape code (s8, s32, ls, k4, k8, f320)
 	std::function<bool()> stop;      // true: stop after the current measurement (a signal)
 };
 
 // Every shape `bench fabric` knows, and the ones it runs when none is named (the rest take
-// minutes and up to 10 GiB of UMEM each: fattree-k8, ns3-fat320, star-64).
+// minutes and up to 10 GiB of UMEM each: fattree-k8, ns3-fat320).
 std::vector<std::string> fabric_shape_names();
 std::vector<std::string> fabric_default_shapes();
 
@@ -53,6 +53,8 @@ struct FabricShapeResult {
 	uint64_t raw_stalls = 0;   // raw windows reset after 100 ms without an ACK
 	uint64_t raw_lost = 0;     // raw data and ACK frames pushed and never received (after a drain)
 	uint64_t raw_other = 0;    // frames the raw hosts received that were neither (PAUSE, strays)
+	uint64_t raw_socket_drops = 0; // of the raw rounds: frames the sockets' kernel side dropped (XskStats)
+	double engine_open_s = 0;  // the engine's open (sockets, UMEM, rings), first round
 	size_t left_behind = 0;    // namespaces of the shape still present after teardown
 	double ratio_to_raw() const { return raw_1core_gbps > 0 ? capacity_gbps / raw_1core_gbps : 0; }
 	double ratio_to_limit() const { return limit_gbps > 0 ? capacity_gbps / limit_gbps : 0; }

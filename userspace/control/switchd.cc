@@ -78,15 +78,23 @@ struct Pause {
 	uint64_t next_refresh_ns = 0;
 };
 
+// The accounting sweep's period: a queue that drained while the dequeue hook missed its last
+// departures has its bytes released within this (acct.h): 2 ms of wall time, or 20 us of fabric
+// time (two base RTTs of a one-switch fabric) when that is longer. A sweep is a BPF_PROG_TEST_RUN
+// per switch: at a fixed 2 ms the 20 switches of a k=4 fat-tree cost 12% of a CPU idle, and
+// large fabrics run at large D, where 2 ms of wall time is nanoseconds of fabric time.
+constexpr uint64_t kSweepPeriodNs = 2'000'000;
+constexpr uint64_t kSweepFabricNs = 20'000;
+
 struct SwitchCtl {
 	std::string name;
 	std::vector<PortTx> ports; // by port_no
 	Pause paused[QN_MAX_PORTS][QN_NUM_PRIOS];
 	uint64_t frames = 0, refreshes = 0, once = 0;
 	int sweep_fd = -1; // qn_tc_sweep (bpf/include/acct.h)
+	uint64_t sweep_period_ns = kSweepPeriodNs; // wall
 	uint64_t next_sweep_ns = 0, sweeps = 0, sweep_errors = 0;
 	SwitchGauges gauges; // occupancy scans of the switch's tables (gauges.h)
-	uint64_t next_gauge_ns = 0;
 	std::unique_ptr<TcGate> tc;   // netlink in the switch's namespace (switch-facing ports)
 	uint64_t gate_closes = 0, gate_opens_xon = 0, gate_opens_expiry = 0, gate_errors = 0;
 	uint64_t gate_op_max_ns = 0, gate_op_sum_ns = 0;
@@ -100,9 +108,6 @@ struct SwitchCtl {
 	}
 };
 
-// The accounting sweep's period: a queue that drained while the dequeue hook missed its last
-// departures has its bytes released within this (acct.h).
-constexpr uint64_t kSweepPeriodNs = 2'000'000;
 // The gauge scans' period (qn_abi.h QN_SW_GAUGES): a table entry that lives shorter than this
 // may be missed by the peak. One scan of the 32K-word pause cache: docs/PERFORMANCE.md.
 constexpr uint64_t kGaugePeriodNs = 1'000'000;
@@ -203,17 +208,23 @@ int on_event(void *ctx, void *data, size_t len)
 }
 
 // The gauge scans of every switch, at normal priority: a scan of a 32K-word cache takes
-// ~30-150 us, which the PFC threads must not wait behind.
+// ~30-150 us, which the PFC threads must not wait behind. A pass over every switch repeats every
+// kGaugePeriodNs, or after 1 + kGaugeIdleShare times its own length when that is longer: the
+// scans take at most 1/(1 + kGaugeIdleShare) = 5% of a CPU however many switches there are (measured: at a
+// fixed 1 ms the 56 switches of the ns-3 simulator's 320-host tree kept this thread busy, a whole
+// core of the two the engine and the switches share; docs/PERFORMANCE.md "`quench bench fabric`").
+constexpr uint64_t kGaugeIdleShare = 19;
+
 void run_gauges(std::vector<SwitchCtl *> ctls)
 {
 	while (!g_stop.load()) {
-		uint64_t now = mono_ns();
+		const uint64_t start = mono_ns();
 		for (SwitchCtl *s : ctls)
-			if (now >= s->next_gauge_ns) {
-				s->gauges.scan(now);
-				s->next_gauge_ns = now + kGaugePeriodNs;
-			}
-		usleep(200);
+			s->gauges.scan(mono_ns());
+		const uint64_t took = mono_ns() - start;
+		const uint64_t next = start + std::max(kGaugePeriodNs, took * (1 + kGaugeIdleShare));
+		for (uint64_t now = mono_ns(); now < next && !g_stop.load(); now = mono_ns())
+			usleep(useconds_t(std::min<uint64_t>(next - now, 100'000'000) / 1000 + 1));
 	}
 }
 
@@ -226,11 +237,23 @@ void run_one(SwitchCtl *s, ring_buffer *rb)
 	if (int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp); e)
 		logf("%s: SCHED_FIFO refused (%s): pause latency is the scheduler's\n", s->name.c_str(), std::strerror(e));
 	while (!g_stop.load()) {
-		ring_buffer__poll(rb, 1);
+		// Sleep in epoll until the next deadline (sweep, a gate's expiry, a pause's refresh),
+		// whole milliseconds, at least 1: events wake it at once.
+		uint64_t next = s->next_sweep_ns;
+		for (uint32_t port = 0; port < s->ports.size() && port < QN_MAX_PORTS; port++) {
+			if (s->ports[port].closed)
+				next = std::min(next, s->ports[port].expiry_ns);
+			for (uint32_t prio = 0; prio < QN_NUM_PRIOS; prio++)
+				if (s->paused[port][prio].on)
+					next = std::min(next, s->paused[port][prio].next_refresh_ns);
+		}
+		const uint64_t before = mono_ns();
+		const int wait_ms = next > before ? int(std::min<uint64_t>((next - before + 999'999) / 1'000'000, 100)) : 0;
+		ring_buffer__poll(rb, std::max(wait_ms, 1));
 		uint64_t now = mono_ns();
 		if (now >= s->next_sweep_ns) {
 			sweep(*s);
-			s->next_sweep_ns = now + kSweepPeriodNs;
+			s->next_sweep_ns = now + s->sweep_period_ns;
 		}
 		for (uint32_t port = 0; port < s->ports.size() && port < QN_MAX_PORTS; port++) {
 			PortTx &tx = s->ports[port];
@@ -343,6 +366,7 @@ Status run_switchd(const std::string &topology)
 			continue;
 		auto ctl = std::make_unique<SwitchCtl>();
 		ctl->name = n.name;
+		ctl->sweep_period_ns = std::max(kSweepPeriodNs, dil->to_wall_ns(kSweepFabricNs));
 		auto pids = t->ports_of(n.id);
 		ctl->ports.resize(pids.size());
 		for (int pi : pids) {

@@ -78,7 +78,8 @@ struct Args {
 	std::vector<std::string> bench_sets;  // bench switch --set KEY=VALUE
 	uint64_t bench_depth = 0;             // bench switch --depth
 	int bench_tos = -1;                   // bench switch --tos
-	qn::FatTreeSpec fattree;              // topo fattree
+	qn::FatTreeSpec fattree{0};           // topo fattree (k = 0: --k not given)
+	bool ns3_320 = false;                 // topo fattree --ns3-320
 	std::string out;                      // topo fattree -o
 	std::vector<std::string> shapes;      // bench fabric --shapes
 	int fabric_rounds = 5;                // bench fabric --rounds
@@ -147,7 +148,10 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 	name(down);
 	down->add_flag("--all", a.all, "every quench topology");
 	CLI::App *ft = topo->add_subcommand("fattree", "write a k-ary fat-tree topology file (docs/topology-format.md \"Fat-trees\")");
-	ft->add_option("--k", a.fattree.k, "pods, ports per switch: even, 4..16 (k^3/4 hosts)")->required();
+	CLI::Option *ftk = ft->add_option("--k", a.fattree.k, "pods, ports per switch: even, 4..16 (k^3/4 hosts)");
+	ft->add_flag("--ns3-320", a.ns3_320,
+		     "instead: the ns-3 simulator's 320-host tree (its mix/fat.txt) in the simulator's format")
+		->excludes(ftk);
 	name(ft);
 	ft->add_option("--rate", a.fattree.rate, "host links' rate ($RATE; default 100Gbps)");
 	ft->add_option("--fabric-rate", a.fattree.fabric_rate, "switch links' rate ($FABRIC; default the host rate)");
@@ -294,11 +298,13 @@ int cmd_topo(const Args &a)
 	if (sub == "fattree") {
 		qn::FatTreeSpec spec = a.fattree;
 		spec.name = a.name;
-		auto text = qn::fattree_text(spec);
+		if (!a.ns3_320 && spec.k == 0)
+			return fail("topo fattree: --k K is required (or --ns3-320)");
+		auto text = a.ns3_320 ? qn::Result<std::string>(qn::ns3_fat320_text()) : qn::fattree_text(spec);
 		if (!text)
 			return fail(text.error().to_string());
 		// The file must parse as written (a bad rate or delay names its field here, not at up).
-		if (auto t = qn::parse_topology(*text, "fattree"); !t)
+		if (auto t = a.ns3_320 ? qn::parse_ns3_topology(*text, "fat.txt", "fat") : qn::parse_topology(*text, "fattree"); !t)
 			return fail(t.error().to_string());
 		if (a.out.empty()) {
 			std::fputs(text->c_str(), stdout);

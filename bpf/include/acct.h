@@ -17,9 +17,9 @@
  * byte) whatever the accounts still hold toward that port belongs to departures nobody saw:
  * qn_acct_repair releases it from all three accounts, resumes paused peers that fall to XON,
  * and counts the bytes in acct_repaired. "Found empty" is checked by the dequeue hook after each
- * departure and by the control thread every 2 ms (switchd.cc) through the qn_tc_sweep program,
- * so a queue that drained while its last departures went unseen (a paused sender sends nothing
- * more) is repaired within milliseconds.
+ * departure and by the control thread every 2 ms of wall time or 20 us of fabric time, whichever
+ * is longer (switchd.cc), through the qn_tc_sweep program, so a queue that drained while its last
+ * departures went unseen (a paused sender sends nothing more) is repaired within that.
  *
  * Races: a packet charged on the other CPU but not yet in the qdisc when the queue is found
  * empty is released by the repair; its later departure finds its (ingress, priority) cell too

@@ -20,7 +20,7 @@ namespace qn {
 struct FabricBenchOptions {
 	std::vector<std::string> shapes; // names from fabric_shape_names(); empty: the default list
 	int rounds = 5;                  // interleaved rounds per shape (engine, raw_1core, limit)
-	double seconds = 0.3;            // per raw measurement
+	double seconds = 0.3;            // per raw measurement, per 64 sockets of the shape
 	bool json = false;
 	std::string prefix = "qnbf";     // topology names: the prefix and a shape code (s8, s32, ls, k4, k8, f320)
 	std::function<bool()> stop;      // true: stop after the current measurement (a signal)
@@ -50,7 +50,7 @@ struct FabricShapeResult {
 	double mean_hops = 0;      // switches on each ring pair's shortest path, averaged
 	double capacity_gbps = 0, raw_1core_gbps = 0, limit_gbps = 0;
 	std::vector<double> capacity_rounds, raw_1core_rounds, limit_rounds;
-	uint64_t raw_stalls = 0;   // raw windows reset after 100 ms without an ACK
+	uint64_t raw_stalls = 0;   // raw windows reset after 1 s without an ACK
 	uint64_t raw_lost = 0;     // raw data and ACK frames pushed and never received (after a drain)
 	uint64_t raw_other = 0;    // frames the raw hosts received that were neither (PAUSE, strays)
 	uint64_t raw_socket_drops = 0; // of the raw rounds: frames the sockets' kernel side dropped (XskStats)

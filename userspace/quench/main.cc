@@ -200,7 +200,7 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 			->delimiter(',');
 	}
 	qn::cli::number(*bfa, "--rounds", a.fabric_rounds, 1, 1000, "interleaved rounds per shape (medians; default 5)");
-	qn::cli::number(*bfa, "--seconds", a.fabric_seconds, 0.01, 60, "per raw measurement (default 0.3)");
+	qn::cli::number(*bfa, "--seconds", a.fabric_seconds, 0.01, 60, "per raw measurement, per 64 sockets of the shape (default 0.3)");
 	bfa->add_option("--format", a.format, "table (default) or json")->check(CLI::IsMember({"table", "json"}));
 	bfa->add_option("--prefix", a.fabric_prefix, "topology names: PREFIX and a shape code (default qnbf: qnbfs8, qnbfk4, ...)");
 	for (CLI::App *c : {bsw, btr}) {

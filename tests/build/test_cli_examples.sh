@@ -69,6 +69,9 @@ good=(
 	"switch keys"
 	"bench transport --rounds 4 --seconds 1"
 	"bench rxe --rounds 3"
+	"bench fabric --shapes star-8,fattree-k4 --rounds 3 --seconds 0.2 --prefix qx --format json"
+	"topo fattree --k 4 --name ft4 --rate 10Gbps --fabric-rate 40Gbps --delay 1us --fabric-delay 0 --buffer 12MB --mtu 2048 -o ft4.topo"
+	"topo fattree --ns3-320 -o fat.txt"
 )
 bad=(
 	"topo up netns/star.topo --dilation 0|--dilation"
@@ -98,6 +101,9 @@ bad=(
 	"bench switch --only both|--only"
 	"bench switch --tos 300|--tos"
 	"bench rxe --rounds 0|--rounds"
+	"bench fabric --rounds 0|--rounds"
+	"bench fabric --format csv|--format"
+	"topo fattree --k 4 --ns3-320|--ns3-320"
 	"agent|TOPO is required"
 	"agent abc --base-rtt fast|--base-rtt"
 	"frob|unknown command"
@@ -118,7 +124,7 @@ for b in "${bad[@]}"; do
 	m=$((m + 1))
 done
 # every flag of the documented synopsis has an example
-flags=$(sed -n '/^```$/,/^```$/p' "$DOC" | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+flags=$(sed -n '/^```$/,/^```$/p' "$DOC" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
 missing=""
 for f in $flags; do
 	case $f in --help | --version) continue ;; esac # exercised below, with their output

@@ -211,7 +211,12 @@ sfc_run() {
 	done
 	kill -TERM "$tpid"
 	wait "$tpid" 2>/dev/null || true
-	grep -q '^0 packets dropped by kernel' "$WORK/$tag.tcpdump" || fail "$tag: tcpdump dropped packets: $(cat "$WORK/$tag.tcpdump")"
+	# a capture whose kernel side dropped frames proves nothing (CI, 2026-11-29, the 7.x guest: 8
+	# of 14,831 dropped): the attempt is inconclusive (sfc_attempt), like one that missed frames
+	if ! grep -q '^0 packets dropped by kernel' "$WORK/$tag.tcpdump"; then
+		R="dropped $(grep -oE '^[0-9]+ packets dropped by kernel' "$WORK/$tag.tcpdump" | cut -d' ' -f1)"
+		return 0
+	fi
 	read -r _ _ pa at_bts <<<"$(qps | awk -v q="$qa" '$1 == q')"
 	echo "$tag: switch drops in the run $(($(sw drops) - d0))"
 	# From the capture: the BTS's arrival (B), QP A's frames (A: from h1 to UDP 4791 with A's
@@ -252,6 +257,10 @@ sfc_attempt() {
 			echo "$tag attempt $i inconclusive: the capture saw $b of QP A's frames, h1's programs counted $o"
 			continue
 		fi
+		if [ "$l" = dropped ]; then
+			echo "$tag attempt $i inconclusive: tcpdump's kernel side dropped $b frames"
+			continue
+		fi
 		[ -n "$g" ] || return 0
 		if [ "$tag" = bts ]; then ok=$((l <= b + 1 && o > 0)); else ok=$((l > b + 1)); fi
 		[ "$ok" = 1 ] && return
@@ -265,6 +274,7 @@ sfc_result() {
 	read -r l b o _ <<<"$R"
 	[ "$l" != nobts ] || sfc_fail "$LAST_TAG" "$1: the BTS is not in the capture"
 	[ "$l" != ended ] || sfc_fail "$LAST_TAG" "$1: the other QP sent nothing after the pause: the traffic ended before it (the run proves nothing)"
+	[ "$l" != dropped ] || sfc_fail "$LAST_TAG" "$1: tcpdump's kernel side dropped $b frames in every attempt: a capture that misses frames proves nothing"
 	[ "$l" != mismatch ] || sfc_fail "$LAST_TAG" "$1: the capture saw $b of QP A's frames, h1's programs counted $o: a capture that misses frames proves nothing"
 	[ -n "$o" ] || sfc_fail "$LAST_TAG" "$1: no result ($R)"
 }

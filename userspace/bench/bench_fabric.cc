@@ -14,6 +14,7 @@
 #include <memory>
 #include <thread>
 
+#include "bench/frames.h"
 #include "bench/testrun.h"
 #include "common/paths.h"
 #include "control/bringup.h"
@@ -24,6 +25,7 @@
 #include "control/topology.h"
 #include "transport/clock.h"
 #include "transport/engine.h"
+#include "transport/metrics.h"
 #include "transport/resources.h"
 #include "transport/wire.h"
 
@@ -69,13 +71,11 @@ std::string leafspine_text(const std::string &topo)
 	       "link leaf[1..4] spine1\nlink leaf[1..4] spine2\n";
 }
 
+// The project's percentile convention (transport/metrics.h).
 double median(std::vector<double> v)
 {
-	if (v.empty())
-		return 0;
 	std::sort(v.begin(), v.end());
-	const size_t n = v.size();
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return tp::percentile(v, 0.5);
 }
 
 // Kernel memory that is not a cache (/proc/meminfo: unreclaimable slab, per-CPU, kernel stacks,
@@ -204,7 +204,6 @@ struct RawHost {
 
 struct RawCable {
 	std::unique_ptr<FramePort> end[2];
-	uint64_t no_frame = 0, ring_full = 0; // frames dropped: no TX chunk free, TX ring full
 };
 
 struct RawFabric {
@@ -257,19 +256,6 @@ Status open_raw(const tp::EngineDesc &d, uint32_t frames, RawFabric &rf)
 	return ok_status();
 }
 
-bool push(FramePort &p, const std::vector<uint8_t> &f)
-{
-	const uint64_t a = p.tx_alloc();
-	if (a == UINT64_MAX)
-		return false;
-	std::memcpy(p.frame(a), f.data(), f.size());
-	if (!p.tx_push(a, uint32_t(f.size()))) {
-		p.tx_free(a);
-		return false;
-	}
-	return true;
-}
-
 // One thread's share: hosts and cables by index. Counts payload received from `count_from` on.
 void raw_loop(RawFabric &rf, const std::vector<size_t> &hosts, const std::vector<size_t> &cables, uint64_t count_from,
 	      uint64_t data_until, uint64_t end)
@@ -301,9 +287,9 @@ void raw_loop(RawFabric &rf, const std::vector<size_t> &hosts, const std::vector
 			}
 			if (got)
 				p.refill();
-			for (; h.acks_due > 0 && push(p, h.ack); h.a_sent++)
+			for (; h.acks_due > 0 && bench::push_frame(p, h.ack); h.a_sent++)
 				h.acks_due--;
-			for (int k = 0; k < kBatch && now < data_until && h.inflight < kWindow && push(p, h.data); k++)
+			for (int k = 0; k < kBatch && now < data_until && h.inflight < kWindow && bench::push_frame(p, h.data); k++)
 				h.inflight++, h.d_sent++;
 			if (h.inflight >= kWindow && now - h.last_progress > kStallNs) {
 				h.inflight = 0; // start over rather than wait forever on a lost frame
@@ -317,16 +303,8 @@ void raw_loop(RawFabric &rf, const std::vector<size_t> &hosts, const std::vector
 				FramePort &in = *rf.cables[c].end[k], &out = *rf.cables[c].end[1 - k];
 				const uint32_t got = in.rx_peek(64, addr, len);
 				for (uint32_t j = 0; j < got; j++) {
-					const uint64_t a = out.tx_alloc();
-					if (a != UINT64_MAX) {
-						std::memcpy(out.frame(a), in.frame(addr[j]), len[j]);
-						if (!out.tx_push(a, len[j])) {
-							out.tx_free(a);
-							rf.cables[c].ring_full++;
-						}
-					} else {
-						rf.cables[c].no_frame++;
-					}
+					// a frame the other end cannot take is lost: raw_lost counts it
+					(void)bench::push_frame(out, in.frame(addr[j]), len[j]);
 					in.rx_recycle(addr[j]);
 				}
 				if (got)

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/frames.h"
 #include "bench/testrun.h"
 #include "control/bringup.h"
 #include "control/engine_desc.h"
@@ -122,14 +123,8 @@ Status open_raw(const Topology &t, RawPair &rp, size_t payload)
 
 bool send_one(XskPort &p, const std::vector<uint8_t> &f)
 {
-	uint64_t a = p.tx_alloc();
-	if (a == UINT64_MAX)
+	if (!bench::push_frame(p, f))
 		return false;
-	std::memcpy(p.frame(a), f.data(), f.size());
-	if (!p.tx_push(a, uint32_t(f.size()))) {
-		p.tx_free(a);
-		return false;
-	}
 	p.flush();
 	return true;
 }
@@ -253,16 +248,9 @@ Result<double> raw_tx_gbps(const Topology &t, double seconds)
 	uint64_t addr[64];
 	uint32_t len[64];
 	while (mono_wall_ns() < end) {
-		for (int i = 0; i < 32; i++) {
-			uint64_t a = rp.a.tx_alloc();
-			if (a == UINT64_MAX)
+		for (int i = 0; i < 32; i++)
+			if (!bench::push_frame(rp.a, rp.ab))
 				break;
-			std::memcpy(rp.a.frame(a), rp.ab.data(), rp.ab.size());
-			if (!rp.a.tx_push(a, uint32_t(rp.ab.size()))) {
-				rp.a.tx_free(a);
-				break;
-			}
-		}
 		rp.a.flush();
 		uint32_t n;
 		while ((n = rp.b.rx_peek(64, addr, len)) > 0) {

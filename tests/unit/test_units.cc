@@ -94,12 +94,19 @@ TEST_CASE("plan_htb__burst_rate_and_fifo", "[units][htb]")
 	auto d1 = Dilation::make(1.0);
 	HtbPlan h = plan_htb(8'000'000'000ULL, 2048, 12'000'000, *d1);
 	CHECK(h.rate_bps == 8'000'000'000ULL);
-	// Expect: burst >= 2 frames of wire time (notes: default burst reaches 74% of 8 Gbit/s).
-	CHECK(h.burst_bytes >= 2 * (2048 + 14 + 24));
+	// Expect: at 8 Gbit/s the burst covers 25 us of the dequeue's lateness (tc's default burst
+	// reaches 74% of 8 Gbit/s), several frames.
+	CHECK(h.burst_bytes >= 8'000'000'000ULL / 8 * 25 / 1'000'000);
 	// Expect: the leaf fifo is deeper than the switch buffer, so BPF admission decides drops.
 	CHECK(h.fifo_limit_bytes > 12'000'000ULL);
-	CHECK(h.ctrl_rate_bps + h.data_rate_bps == h.rate_bps);
-	CHECK(h.ctrl_rate_bps < h.data_rate_bps);
+	// Expect: the leaves have no bucket of their own to speak of, so 1:1's is the only one.
+	CHECK(h.leaf_rate_bps * 1000 < h.rate_bps);
+	// Expect: where a frame takes longer than 25 us (10 Mbit/s, D=10,000), the burst is one
+	// frame of wire time: the catch-up the departure monitor allows, no more, no less.
+	auto d10k = Dilation::make(10000.0);
+	HtbPlan hs = plan_htb(100'000'000'000ULL, 2048, 12'000'000, *d10k);
+	CHECK(hs.rate_bps == 10'000'000ULL);
+	CHECK(hs.burst_bytes == 2048 + 14 + 24);
 	// Expect: dilation divides the shaper rate, never the buffer.
 	auto d4 = Dilation::make(4.0);
 	HtbPlan h4 = plan_htb(100'000'000'000ULL, 2048, 12'000'000, *d4);

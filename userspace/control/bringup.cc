@@ -263,15 +263,25 @@ HtbPlan plan_htb(uint64_t fabric_rate_bps, uint32_t mtu, uint64_t buffer_bytes, 
 {
 	HtbPlan h;
 	h.rate_bps = d.to_wall_rate_bps(fabric_rate_bps);
-	// Control class: 5% guaranteed, may borrow up to the link (strict priority 0).
-	h.ctrl_rate_bps = std::max<uint64_t>(h.rate_bps / 20, 1000);
-	h.data_rate_bps = h.rate_bps - h.ctrl_rate_bps;
-	// burst = cburst >= 2 frames of wire time, and at least 25 us at the wall rate: with tc's
-	// default burst HTB reaches 74% of 8 Gbit/s (notes/datapath.md), and on 2 busy cores its
-	// dequeue softirq runs late; tokens beyond the burst are lost, so the burst must cover
-	// that lateness (measured: 10 us left 1 Gbit/s at 0.986 under a heavy offered load).
+	// One token bucket shapes the port: the parent 1:1. Both leaves have the least rate HTB
+	// takes (8 bit/s: a frame leaves their own buckets a minute in debt, HTB's floor), so every
+	// frame is sent on tokens borrowed from 1:1, the control leaf first (prio 0). With rates of
+	// their own (5% and 95% of R, as before) each leaf had a bucket of its own beside the
+	// parent's, and after a quiet spell both emptied theirs at once: more than a frame ahead of
+	// the line, which the departure monitor counts as a fast window (docs/switch.md "HTB on
+	// every egress port").
+	h.leaf_rate_bps = 8;
+	// burst = cburst: one frame of wire time, or 25 us at the wall rate when that is more. A
+	// bucket holds what it may send at once after a quiet spell, and a real link sends nothing
+	// ahead of its line rate: the departure monitor allows one frame of catch-up (fidmon.h), so
+	// two frames (as before) put every busy period's first windows ahead of the line; at
+	// D=10,000 on a k=4 fat-tree that was 1.3% of all windows. Tokens beyond the burst are
+	// lost when HTB's dequeue runs late, so at high wall rates the burst covers that lateness:
+	// 25 us (measured: 10 us left 1 Gbit/s at 0.986 under a heavy offered load; tc's default
+	// burst reaches 74% of 8 Gbit/s). Where a frame takes longer than 25 us, one frame covers
+	// it.
 	uint64_t frame_wire = uint64_t(mtu) + 14 + 24;
-	h.burst_bytes = std::max<uint64_t>(2 * frame_wire, h.rate_bps / 8 / 40000);
+	h.burst_bytes = std::max<uint64_t>(frame_wire, h.rate_bps / 8 / 40000);
 	h.quantum_bytes = std::min<uint64_t>(200000, std::max<uint64_t>(frame_wire, h.rate_bps / 8 / 10000));
 	h.fifo_limit_bytes = 2 * buffer_bytes + 4 * frame_wire;
 	return h;
@@ -298,9 +308,9 @@ static std::string htb_batch(const Topology &t, const Node &n, const Dilation &d
 		batch += "class replace dev " + p.ifname + " parent 1: classid 1:1 htb rate " + bits(h.rate_bps) +
 			 " ceil " + bits(h.rate_bps) + common + "\n";
 		batch += "class replace dev " + p.ifname + " parent 1:1 classid 1:10 htb rate " +
-			 bits(h.ctrl_rate_bps) + " ceil " + bits(h.rate_bps) + " prio 0" + common + "\n";
+			 bits(h.leaf_rate_bps) + " ceil " + bits(h.rate_bps) + " prio 0" + common + "\n";
 		batch += "class replace dev " + p.ifname + " parent 1:1 classid 1:20 htb rate " +
-			 bits(h.data_rate_bps) + " ceil " + bits(h.rate_bps) + " prio 1" + common + "\n";
+			 bits(h.leaf_rate_bps) + " ceil " + bits(h.rate_bps) + " prio 1" + common + "\n";
 		batch += "qdisc replace dev " + p.ifname + " parent 1:10 handle 10: bfifo limit " +
 			 std::to_string(h.fifo_limit_bytes) + "\n";
 		// A switch-facing port's data leaf is its pause gate (tcgate.h): a PAUSE from the

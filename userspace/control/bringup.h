@@ -48,8 +48,8 @@ std::vector<CableSpec> cable_specs(const Topology &t);
 // HTB parameters of one switch egress port (wall-clock rates: fabric rate / D).
 struct HtbPlan {
 	uint64_t rate_bps = 0;      // parent 1:1 and ceil of both leaves
-	uint64_t ctrl_rate_bps = 0; // guaranteed rate of the control class 1:10
-	uint64_t data_rate_bps = 0; // guaranteed rate of the data class 1:20
+	uint64_t leaf_rate_bps = 0; // own rate of the control (1:10) and data (1:20) leaves: the least
+	                            // HTB takes, so both always borrow from 1:1 (plan_htb)
 	uint64_t burst_bytes = 0;   // burst = cburst on every class
 	uint64_t quantum_bytes = 0;
 	uint64_t fifo_limit_bytes = 0; // bfifo leaf limit: deeper than the switch buffer

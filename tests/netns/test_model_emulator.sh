@@ -60,7 +60,7 @@ fabric() {
 		# last ~45 ms of wall time, and one stop of this machine (0.5-3 ms, about 8 a second)
 		# inside it costs each link 1-3% of that time: three runs in a row were INVALID at
 		# 98.7-98.9% kept (one late frame per link, all at the same instant), 0 flows tagged.
-		# At 3 x D (at most 10000) one such stop costs at most ~1%.
+		# At 3 x D (capped at 10000 here, so the run stays short) one such stop costs at most ~1%.
 		D=$((D * 3 > 10000 ? 10000 : D * 3))
 		"$QUENCH" topo up "$f" --param N=9 --dilation "$D" >/dev/null
 		echo "100g: the burst runs at D=$D"

@@ -61,7 +61,7 @@ TEST_CASE("next_dilation__one_and_a_half_rounded_up_to_ten_capped", "[runner]")
 	CHECK(next_dilation(100) == 150);
 	CHECK(next_dilation(110) == 170); // 165 -> 170
 	CHECK(next_dilation(7) == 20);    // 10.5 -> 20
-	CHECK(next_dilation(9000) == kMaxDilation);
+	CHECK(next_dilation(90000) == kMaxDilation);
 }
 
 TEST_CASE("paced_dilation__half_busy_and_half_a_frame_per_pass_at_most", "[runner]")
@@ -84,7 +84,7 @@ TEST_CASE("paced_dilation__half_busy_and_half_a_frame_per_pass_at_most", "[runne
 	t.busy_frac = 1.5;
 	CHECK(paced_dilation(t) == 600);
 	// capped; no frame time: only busy counts
-	t.d = 9000;
+	t.d = 90000;
 	CHECK(paced_dilation(t) == kMaxDilation);
 	t.d = 100;
 	t.frame_wall_ns = 0;

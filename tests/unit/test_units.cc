@@ -80,7 +80,8 @@ TEST_CASE("Dilation__applies_only_where_named", "[units]")
 	// Expect: out-of-range factors are refused with the value in the message.
 	CHECK_FALSE(Dilation::make(0.5).ok());
 	CHECK_FALSE(Dilation::make(0).ok());
-	CHECK_THAT(Dilation::make(20000).error().message, Catch::Contains("20000"));
+	CHECK_THAT(Dilation::make(200000).error().message, Catch::Contains("200000"));
+	CHECK(Dilation::make(kMaxDilation).ok()); // D = 100,000 is allowed (a k=8 fat-tree needs more than 10,000)
 }
 
 TEST_CASE("wire_bytes__charges_overhead_and_mpu", "[units]")

@@ -149,8 +149,8 @@ std::string format_size(uint64_t bytes)
 
 Result<Dilation> Dilation::make(double d)
 {
-	if (!(d >= 1.0) || !(d <= 10000.0))
-		return make_error("dilation factor " + fmt_num(d) + " is outside [1, 10000]");
+	if (!(d >= 1.0) || !(d <= kMaxDilation))
+		return make_error("dilation factor " + fmt_num(d) + " is outside [1, " + fmt_num(kMaxDilation) + "]");
 	return Dilation(d);
 }
 

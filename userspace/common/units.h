@@ -25,10 +25,15 @@ std::string format_rate(uint64_t bps);   // "10Gbit/s", "400Mbit/s"
 std::string format_time(uint64_t ns);    // "1us", "12.5us", "3ms"
 std::string format_size(uint64_t bytes); // "2048B", "12MB"
 
+// The largest dilation factor. At D = 100,000 a 100 Gbit/s link runs at 1 Mbit/s of wall time
+// and a 2 KB frame takes 17 ms: the slowest fabrics of docs/PERFORMANCE.md ("`quench bench
+// fabric`") need more than 10,000 with every host sending.
+inline constexpr double kMaxDilation = 100000;
+
 // The dilation factor. D = 1 is real time.
 class Dilation {
 public:
-	// Return: an error unless 1 <= d <= 10000.
+	// Return: an error unless 1 <= d <= kMaxDilation.
 	static Result<Dilation> make(double d);
 	Dilation() = default;
 	double factor() const { return d_; }

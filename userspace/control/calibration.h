@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "common/units.h" // kMaxDilation
+
 namespace qn {
 
-// The largest dilation factor (common/units.h Dilation).
-inline constexpr double kMaxDilation = 10000;
 
 // What the D rule reads.
 struct DRuleInput {

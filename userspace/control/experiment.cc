@@ -426,7 +426,7 @@ const ParamTable<Experiment> &experiment_table()
 		"experiment",
 		{
 			{"name", K::Text, &X::name, 0, 0, {}, "the experiment's name (results and reports)"},
-			{"dilation", K::Number, &X::dilation, 1, 100000, {},
+			{"dilation", K::Number, &X::dilation, 1, kMaxDilation, {},
 			 "time dilation D (auto: calibrated on this machine, docs/experiments.md)", "auto"},
 			{"duration", K::Time, &X::duration_ns, 1, 1e12, {},
 			 "time limit per scheme after the last flow's start (fabric)"},

@@ -145,7 +145,7 @@ std::string metadata_text(const ExperimentRun &c)
 		     << f2(k.capacity_pair_wall_bps / 1e9, "%.2f") << " Gbit/s, D=" << f2(k.rule.d_pair, "%g")
 		     << " from it)\ndilation_timer " << f2(k.rule.d_timer, "%.1f") << " (jitter p99 "
 		     << k.jitter_wall_ns / 1000 << " us wall / 5% of the base RTT)"
-		     << (k.rule.clamped ? "; clamped to 10000, the largest factor: expect an INVALID run" : "") << "\n";
+		     << (k.rule.clamped ? "; clamped to " + f2(kMaxDilation, "%g") + ", the largest factor" : std::string()) << "\n";
 	for (const auto &t : k.paced)
 		meta << "dilation_paced at D=" << f2(t.d, "%g") << ": engine busy " << f2(100 * t.busy_frac, "%.1f")
 		     << "% of the wall time, passes p90 " << t.pass_p90_wall_ns / 1000 << " us = "

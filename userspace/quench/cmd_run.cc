@@ -111,7 +111,7 @@ int cmd_run(int argc, char **argv, int first)
 	cli::number(app, "--attempts", a.attempts, 1, 10, "runs per scheme until one is VALID");
 	// negative control of the pacer's credit (docs/transport.md "The NIC model")
 	cli::number(app, "--link-credit", a.link_credit, 0, 64, "the link pacer's credit in frames (default 0.5)");
-	auto *adapt = cli::number(app, "--adapt-from", a.adapt_from, 1, 10000, "first D; CPU-bound attempts retried at 1.5 x D");
+	auto *adapt = cli::number(app, "--adapt-from", a.adapt_from, 1, kMaxDilation, "first D; CPU-bound attempts retried at 1.5 x D");
 	cli::number(app, "--dilation", a.dilation, 1, 1e5, "the D every scheme runs at (no calibration of D)")->excludes(adapt);
 	cli::number(app, "--max-wall", a.max_wall_s, 1, 1e7,
 		    "seconds: an attempt expected to end after this much wall time since the start is not started "

@@ -133,7 +133,7 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 			   char *end = nullptr;
 			   const double d = std::strtod(v.c_str(), &end);
 			   if (v.empty() || *end || !(d >= 1 && d <= qn::kMaxDilation))
-				   throw CLI::ValidationError("--dilation", "'" + v + "' is not auto or a number in [1, 10000]");
+				   throw CLI::ValidationError("--dilation", "'" + v + "' is not auto or a number in [1, 100000]");
 			   a.dilation = d;
 		   },
 		   "time dilation D, or auto: measured for every host sending at once (docs/experiments.md \"Dilation and calibration\")")

@@ -12,6 +12,7 @@ export QN_CLI_DRY=1
 good=(
 	"topo check netns/star.topo --param N=4 --name abc"
 	"topo check netns/star.topo --preset long-10g"
+	"topo check netns/star.topo --detail"
 	"topo up netns/star.topo --preset netns/presets/long-10g.preset"
 	"topo up netns/star.topo --param N=4 --param X=1 --name abc --dilation 200 --no-steering --no-cables"
 	"topo down netns/star.topo --name abc"
@@ -20,6 +21,7 @@ good=(
 	"topo down --all"
 	"topo show"
 	"topo show abc"
+	"topo show abc --detail"
 	"switch stats"
 	"switch stats abc/tor --watch"
 	"switch stats tor --watch 0.5"
@@ -167,4 +169,14 @@ grep -qE "^engine: 80 AF_XDP sockets \(16 hosts \+ 2 x 32 cables\), 144 file des
 out=$(prlimit --nofile=100:100 "$Q" topo check "$tmp/ft4.topo" 2>&1) && fail "topo check accepted 144 descriptors under a hard limit of 100"
 grep -qF "144 file descriptors" <<<"$out" && grep -qF "hard limit 100" <<<"$out" ||
 	fail "topo check's refusal does not name the need and the limit: $(tail -1 <<<"$out")"
+# Beyond 40 nodes `topo check` summarises: a k=8 fat-tree (208 nodes) in a few lines, hosts and
+# switches grouped by name, every switch's routes counted with their ECMP fan-out.
+"$Q" topo fattree --k 8 -o "$tmp/ft8.topo" || fail "topo fattree --k 8 failed"
+out=$("$Q" topo check "$tmp/ft8.topo") || fail "topo check of a k=8 fat-tree failed: $out"
+[ "$(wc -l <<<"$out")" -le 12 ] || fail "topo check of a k=8 fat-tree printed $(wc -l <<<"$out") lines, not a summary"
+grep -qF "hosts     h[1..128]" <<<"$out" && grep -qF "e#x# 32: e1x1 .. e8x4" <<<"$out" &&
+	grep -qE "^routes: 10240 on 80 switches, 1 to 4 next hops each" <<<"$out" ||
+	fail "topo check's summary of a k=8 fat-tree: $out"
+out=$("$Q" topo check "$tmp/ft8.topo" --detail) || fail "topo check --detail of a k=8 fat-tree failed"
+[ "$(grep -c '^route ' <<<"$out")" -eq 10240 ] || fail "topo check --detail printed $(grep -c '^route ' <<<"$out") routes, not 10240"
 echo "PASS build_cli_examples: $n documented forms parse, $m bad ones rejected naming the option, every one of $(wc -w <<<"$flags") documented flags exercised; help of ${#cmds[@]} commands from CLI11, $ver"

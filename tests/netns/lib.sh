@@ -102,13 +102,13 @@ field() {
 
 # Host facts from this test's running topology (quench topo show $TOPO_NAME; other topologies
 # may be up on the machine).
-host_ip() { "$QUENCH" topo show "$TOPO_NAME" | awk -v n="$1" '$1=="host" && $2==n {print $6}' | head -1; }
+host_ip() { "$QUENCH" topo show "$TOPO_NAME" --detail | awk -v n="$1" '$1=="host" && $2==n {print $6}' | head -1; }
 gw_mac() {
 	# MAC of the switch port the host is attached to
 	local peer
-	peer=$("$QUENCH" topo show "$TOPO_NAME" | awk -v n="$1" '$1=="host" && $2==n {getline; print $7}' | head -1)
+	peer=$("$QUENCH" topo show "$TOPO_NAME" --detail | awk -v n="$1" '$1=="host" && $2==n {getline; print $7}' | head -1)
 	local sw=${peer%%:*} port=${peer#*:}
-	"$QUENCH" topo show "$TOPO_NAME" | awk -v p="$port" '$1==p {print $5}' | head -1
+	"$QUENCH" topo show "$TOPO_NAME" --detail | awk -v p="$port" '$1==p {print $5}' | head -1
 }
 
 # engine_bg LABEL [ARGS...]: run `quench engine TOPO_NAME ARGS` in the background (serving the

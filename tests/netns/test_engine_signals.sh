@@ -12,7 +12,7 @@ topo=$(write_topo "$(sed '/^name /d' "$(dirname "$0")/../../netns/star.topo")")
 "$QUENCH" topo up "$topo" --param N=3 --dilation "$(vm_or 200 50)" >/dev/null
 h2=$(host_ip h2)
 h3=$(host_ip h3)
-h2mac=$("$QUENCH" topo show "$TOPO_NAME" | awk '$1 == "host" && $2 == "h2" {print $8}')
+h2mac=$("$QUENCH" topo show "$TOPO_NAME" --detail | awk '$1 == "host" && $2 == "h2" {print $8}')
 [ -n "$h2" ] && [ -n "$h3" ] && [ -n "$h2mac" ] || fail "no addresses for h2/h3 ($h2 $h3 $h2mac)"
 # The flow's QPs: gen connects h2 -> h3 first, so h2's QP is 0x100 (UDP source port 0xC100)
 # and h3's is 0x101 (the DestQP of h2's data).

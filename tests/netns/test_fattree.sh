@@ -14,7 +14,12 @@
 source "$(dirname "$0")/lib.sh"
 
 "$QUENCH" topo fattree --k 4 --name "$TOPO_NAME" --rate 10Gbps -o "$WORK/ft.topo"
-"$QUENCH" topo up "$WORK/ft.topo" --dilation 200 >/dev/null
+up=$("$QUENCH" topo up "$WORK/ft.topo" --dilation 200 --format json) || fail "topo up of the k=4 fat-tree failed: $up"
+# `topo up` states what the topology took: switchd's resident memory and descriptors (one
+# netlink socket, ring buffer and map set per switch: at least one per switch) and the kernel's.
+echo "topo up: $(jq -c '{seconds, kernel_mib, switchd_rss_mib, switchd_fds}' <<<"$up")"
+holds "$(jq '.switchd_rss_mib > 0 and .switchd_fds >= .switches and .kernel_mib != null' <<<"$up")" ||
+	fail "topo up did not state switchd's memory and descriptors: $up"
 # 32 cross-pod flows (ns-3 flow file: node id n-1 is h<n>), 64 KB each, all at t=0
 {
 	echo 32

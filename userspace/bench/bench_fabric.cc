@@ -22,6 +22,7 @@
 #include "control/engine_desc.h"
 #include "control/fattree.h"
 #include "control/runner.h"
+#include "control/sysmem.h"
 #include "control/topology.h"
 #include "transport/clock.h"
 #include "transport/engine.h"
@@ -78,64 +79,12 @@ double median(std::vector<double> v)
 	return tp::percentile(v, 0.5);
 }
 
-// Kernel memory that is not a cache (/proc/meminfo: unreclaimable slab, per-CPU, kernel stacks,
-// page tables, vmalloc), MiB: what namespaces, veths, qdiscs, BPF maps and sockets take.
-// MemAvailable would mix in the page cache and memory a kernel worker frees after a teardown.
-double kernel_mib()
-{
-	std::ifstream f("/proc/meminfo");
-	std::string k, unit;
-	uint64_t v = 0, sum = 0;
-	while (f >> k >> v >> unit)
-		if (k == "SUnreclaim:" || k == "Percpu:" || k == "KernelStack:" || k == "PageTables:" || k == "VmallocUsed:")
-			sum += v;
-	return double(sum) / 1024.0;
-}
-
-// kernel_mib once it holds still (two reads 500 ms apart within 8 MiB, at most 30 s): what an
-// earlier shape's teardown frees (sockets, maps, namespaces) is freed by kernel workers after
-// `topo down` returned, gigabytes after a large fabric.
-double settled_kernel_mib()
-{
-	double prev = kernel_mib();
-	for (int i = 0; i < 60; i++) {
-		std::this_thread::sleep_for(std::chrono::milliseconds(500));
-		const double now = kernel_mib();
-		if (now - prev < 8 && prev - now < 8)
-			return now;
-		prev = now;
-	}
-	return prev;
-}
-
-// A process's resident memory (VmRSS), MiB; 0 when it is gone.
-double rss_mib(const std::string &pid)
-{
-	std::ifstream f("/proc/" + pid + "/status");
-	std::string k, unit;
-	for (std::string line; std::getline(f, line);)
-		if (line.rfind("VmRSS:", 0) == 0)
-			return std::stod(line.substr(6)) / 1024.0;
-	return 0;
-}
-
 std::string switchd_pid(const std::string &topo)
 {
 	std::ifstream f(switchd_pid_path(topo));
 	std::string pid;
 	f >> pid;
 	return pid;
-}
-
-size_t count_fds(const std::string &pid)
-{
-	size_t n = 0;
-	if (DIR *d = opendir(("/proc/" + pid + "/fd").c_str())) {
-		while (dirent *e = readdir(d))
-			n += e->d_name[0] != '.';
-		closedir(d);
-	}
-	return n;
 }
 
 // Namespaces of topology `topo` still present (/run/netns/qn-<topo>-*).

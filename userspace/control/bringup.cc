@@ -662,7 +662,7 @@ Result<Dilation> running_dilation(const std::string &name)
 	return Dilation::make(d);
 }
 
-Result<std::string> topo_show(const std::string &only)
+Result<std::string> topo_show(const std::string &only, bool detail)
 {
 	std::ostringstream o;
 	auto names = running_topologies();
@@ -681,14 +681,27 @@ Result<std::string> topo_show(const std::string &only)
 		size_t present = 0;
 		for (const auto &node : t->nodes)
 			present += netns_exists(t->netns(node.id));
-		o << t->describe();
+		const bool all = detail || t->nodes.size() <= kShowAllNodes;
+		o << (all ? t->describe() : t->summary());
 		o << "  dilation " << (d ? d->factor() : 0.0) << ", namespaces present " << present << "/"
 		  << t->nodes.size() << ", pins " << kPinRoot << "/" << n << "/\n";
-		for (const CableSpec &c : cable_specs(*t)) {
-			const Link &l = t->links[size_t(c.link)];
-			o << "  cable " << c.name << ": " << t->nodes[size_t(l.a)].name << " <-> " << t->nodes[size_t(l.b)].name
-			  << " delay " << format_time(c.delay_ns) << " (" << c.netns << ": " << c.ifname[0] << ", "
-			  << c.ifname[1] << "; carried while an engine runs)\n";
+		const auto cables = cable_specs(*t);
+		if (all) {
+			for (const CableSpec &c : cables) {
+				const Link &l = t->links[size_t(c.link)];
+				o << "  cable " << c.name << ": " << t->nodes[size_t(l.a)].name << " <-> "
+				  << t->nodes[size_t(l.b)].name << " delay " << format_time(c.delay_ns) << " (" << c.netns
+				  << ": " << c.ifname[0] << ", " << c.ifname[1] << "; carried while an engine runs)\n";
+			}
+		} else if (!cables.empty()) {
+			std::map<uint64_t, size_t> by_delay;
+			for (const CableSpec &c : cables)
+				by_delay[c.delay_ns]++;
+			o << "  cables    " << cables.size() << " in namespace " << cables.front().netns
+			  << ", carried while an engine runs:";
+			for (const auto &[delay, count] : by_delay)
+				o << " " << count << " of " << format_time(delay);
+			o << "\n";
 		}
 		o << "\n";
 	}

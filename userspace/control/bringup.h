@@ -60,8 +60,9 @@ Status topo_up(const Topology &t, const UpOptions &o);
 // Remove everything `up` made for topology `name`. Missing pieces are not errors.
 Status topo_down(const std::string &name);
 Status topo_down_all();
-// Return: every running topology, described.
-Result<std::string> topo_show(const std::string &only = "");
+// Return: every running topology (or `only`), described: every node and port up to
+// kShowAllNodes nodes or with `detail`, a summary beyond (Topology::summary).
+Result<std::string> topo_show(const std::string &only = "", bool detail = false);
 
 // Load the state of a running topology (the one `up` wrote). Return: error if it is not up.
 Result<Topology> load_running(const std::string &name);

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "common/abi.h"
 #include "common/params.h"
@@ -727,6 +729,114 @@ std::string Topology::describe() const
 				o << "  error_rate " << l.error_rate;
 			o << "\n";
 		}
+	}
+	return o.str();
+}
+
+namespace {
+
+// Names grouped by pattern (each run of digits a '#'), in first-seen order: "h[1..320]" for one
+// run of consecutive numbers, "e#x# 32: e1x1 .. e8x4" otherwise.
+std::string name_groups(const std::vector<const Node *> &nodes)
+{
+	struct Group {
+		std::string pattern, first, last;
+		std::vector<long> nums; // the one number of a one-run pattern
+		size_t n = 0;
+		bool one_run = true;
+	};
+	std::vector<Group> groups;
+	for (const Node *node : nodes) {
+		std::string pat, digits;
+		int runs = 0;
+		for (size_t i = 0; i < node->name.size(); i++) {
+			const char ch = node->name[i];
+			if (std::isdigit(static_cast<unsigned char>(ch))) {
+				if (i == 0 || !std::isdigit(static_cast<unsigned char>(node->name[i - 1]))) {
+					pat += '#';
+					runs++;
+				}
+				digits += ch;
+			} else {
+				pat += ch;
+			}
+		}
+		auto g = std::find_if(groups.begin(), groups.end(), [&](const Group &x) { return x.pattern == pat; });
+		if (g == groups.end()) {
+			groups.push_back(Group{pat, node->name, node->name, {}, 0, runs == 1});
+			g = groups.end() - 1;
+		}
+		g->last = node->name;
+		g->n++;
+		if (runs == 1 && digits.size() < 10)
+			g->nums.push_back(std::stol(digits));
+		else
+			g->one_run = false;
+	}
+	std::string out;
+	for (const Group &g : groups) {
+		if (!out.empty())
+			out += ", ";
+		if (g.n == 1) {
+			out += g.first;
+			continue;
+		}
+		std::vector<long> v = g.nums;
+		std::sort(v.begin(), v.end());
+		const bool consecutive = g.one_run && v.size() == g.n && v.back() - v.front() + 1 == long(v.size()) &&
+					 std::adjacent_find(v.begin(), v.end()) == v.end();
+		if (consecutive) {
+			const size_t at = g.pattern.find('#');
+			out += g.pattern.substr(0, at) + "[" + std::to_string(v.front()) + ".." + std::to_string(v.back()) +
+			       "]" + g.pattern.substr(at + 1);
+		} else {
+			out += g.pattern + " " + std::to_string(g.n) + ": " + g.first + " .. " + g.last;
+		}
+	}
+	return out;
+}
+
+} // namespace
+
+std::string Topology::summary() const
+{
+	std::ostringstream o;
+	std::vector<const Node *> hosts, switches;
+	for (const auto &n : nodes)
+		(n.kind == NodeKind::Host ? hosts : switches).push_back(&n);
+	o << "topology " << name << " (" << source << "): " << hosts.size() << " hosts, " << switches.size()
+	  << " switches, " << links.size() << " links (`--detail` lists every node and port)\n";
+	if (!hosts.empty())
+		o << "  hosts     " << name_groups(hosts) << "\n";
+	// switches by (port count, buffer): "e#x# ...: 8 ports, buffer 12MB"
+	std::map<std::pair<size_t, uint64_t>, std::vector<const Node *>> by_shape;
+	for (const Node *sw : switches)
+		by_shape[{ports_of(sw->id).size(), sw->buffer_bytes}].push_back(sw);
+	for (const auto &[shape, group] : by_shape)
+		o << "  switches  " << name_groups(group) << ": " << group.size() << " with " << shape.first
+		  << " ports, buffer " << format_size(shape.second) << "\n";
+	// links by (kind, rate, delay, MTU, loss)
+	struct LinkKey {
+		bool fabric; // switch to switch
+		uint64_t rate, delay;
+		uint32_t mtu;
+		double err;
+		bool operator<(const LinkKey &x) const
+		{
+			return std::tie(fabric, rate, delay, mtu, err) < std::tie(x.fabric, x.rate, x.delay, x.mtu, x.err);
+		}
+	};
+	std::map<LinkKey, size_t> by_kind;
+	for (const auto &l : links) {
+		const bool host = nodes[size_t(l.a)].kind == NodeKind::Host || nodes[size_t(l.b)].kind == NodeKind::Host;
+		by_kind[LinkKey{!host, l.rate_bps, l.delay_ns, l.mtu, l.error_rate}]++;
+	}
+	for (const auto &[k, n] : by_kind) {
+		o << "  links     " << n << (k.fabric ? " switch-to-switch" : " host") << ", rate " << format_rate(k.rate)
+		  << ", delay " << format_time(k.delay) << ", mtu " << k.mtu;
+		if (k.err > 0)
+			o << ", error_rate " << k.err;
+		o << "\n";
 	}
 	return o.str();
 }

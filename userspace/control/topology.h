@@ -108,7 +108,14 @@ struct Topology {
 	// A canonical text form of the derived topology (what `topo show` prints and the state
 	// file stores).
 	std::string describe() const;
+	// A few lines for a topology of any size (what `topo show` prints beyond kShowAllNodes
+	// nodes): nodes grouped by name pattern (h[1..320], e1x1 .. e8x4), switches by port count
+	// and buffer, links by kind, rate, delay and MTU.
+	std::string summary() const;
 };
+
+// `topo show` lists every node and port up to this many nodes, and summarises beyond.
+inline constexpr size_t kShowAllNodes = 40;
 
 using Params = std::map<std::string, std::string>;
 

@@ -18,6 +18,7 @@
 #include "bench/bench_rxe.h"
 #include "bench/bench_transport.h"
 #include "common/units.h"
+#include "common/paths.h"
 #include "common/version.h"
 #include "control/bringup.h"
 #include "control/exec.h"
@@ -30,6 +31,7 @@
 #include "control/swcfg.h"
 #include "control/switch_loader.h"
 #include "control/switchd.h"
+#include "control/sysmem.h"
 #include "control/topology.h"
 #include "quench/cli.h"
 #include "quench/cmd_engine.h"
@@ -59,6 +61,7 @@ struct Args {
 	bool all = false;
 	bool no_steering = false;
 	bool no_cables = false;
+	bool detail = false; // topo show --detail
 	bool verbose = false;
 	double watch = -1;
 	std::string format = "table"; // switch stats: table or json
@@ -115,6 +118,7 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 	CLI::App *topo = app.add_subcommand("topo", qn::cli::about("topo"))->require_subcommand(1);
 	CLI::App *check = topo->add_subcommand("check", "parse, derive and print a topology (no root)");
 	args(check, "FILE", true);
+	check->add_flag("--detail", a.detail, "every node, port and route, however large the topology (a summary beyond 40 nodes)");
 	params(check);
 	name(check);
 	preset(check);
@@ -164,6 +168,7 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 	CLI::App *show = topo->add_subcommand("show", "running topologies (or NAME), ports, addresses");
 	args(show, "NAME", false);
 	name(show);
+	show->add_flag("--detail", a.detail, "every node and port, however large the topology (a summary beyond 40 nodes)");
 	CLI::App *sw = app.add_subcommand("switch", qn::cli::about("switch"))->require_subcommand(1);
 	CLI::App *stats = sw->add_subcommand("stats", "per-port counters and queues from the pinned maps");
 	args(stats, "TOPO/SWITCH|SWITCH", false);
@@ -285,7 +290,7 @@ int cmd_topo(const Args &a)
 	if (sub == "show") {
 		if (a.pos.size() > 3)
 			return fail("topo show takes at most one NAME");
-		auto s = qn::topo_show(a.pos.size() == 3 ? a.pos[2] : a.name);
+		auto s = qn::topo_show(a.pos.size() == 3 ? a.pos[2] : a.name, a.detail);
 		if (!s)
 			return fail(s.error().to_string());
 		std::fputs(s->c_str(), stdout);
@@ -339,7 +344,8 @@ int cmd_topo(const Args &a)
 	if (!t)
 		return fail(t.error().to_string());
 	if (sub == "check") {
-		std::fputs(t->describe().c_str(), stdout);
+		const bool all = a.detail || t->nodes.size() <= qn::kShowAllNodes;
+		std::fputs((all ? t->describe() : t->summary()).c_str(), stdout);
 		// What an engine serving every host would take from this machine (transport/resources.h).
 		uint64_t hosts = 0, cables = 0;
 		for (const auto &n : t->nodes)
@@ -361,16 +367,28 @@ int cmd_topo(const Args &a)
 		// the needs, before the routes).
 		if (auto st = qn::tp::check_engine_needs("topology " + t->name, need, lim); !st.ok())
 			return fail("topo check: " + st.error().to_string());
+		// Every route up to kShowAllNodes nodes (or with --detail); beyond, how many and their
+		// ECMP fan-out.
+		size_t routes = 0, nh_min = SIZE_MAX, nh_max = 0, sw_count = 0;
 		for (const auto &n : t->nodes) {
 			if (n.kind != qn::NodeKind::Switch)
 				continue;
+			sw_count++;
 			for (const auto &r : t->routes_for(n.id)) {
+				routes++;
+				nh_min = std::min(nh_min, r.nexthops.size());
+				nh_max = std::max(nh_max, r.nexthops.size());
+				if (!all)
+					continue;
 				std::printf("route %s %s/32 ->", n.name.c_str(), qn::ip_to_string(r.dst_ip).c_str());
 				for (const auto &nh : r.nexthops)
 					std::printf(" %s", t->ports[size_t(nh.port)].ifname.c_str());
 				std::printf("\n");
 			}
 		}
+		if (!all && routes)
+			std::printf("routes: %zu on %zu switches, %zu to %zu next hops each (ECMP; `--detail` prints every one)\n",
+				    routes, sw_count, nh_min, nh_max);
 		return 0;
 	}
 	if (sub == "up") {
@@ -385,6 +403,7 @@ int cmd_topo(const Args &a)
 			std::fprintf(stderr, "topo up: this kernel's rdma_rxe works only in the initial namespace: %d rxe "
 					     "host(s) put there (stack=rxe-initns, docs/agent.md)\n", moved);
 		auto start = std::chrono::steady_clock::now();
+		const double kmem0 = qn::kernel_mib();
 		nlohmann::ordered_json cal_json;
 		if (a.dilation_auto) {
 			qn::RunHooks hooks;
@@ -411,17 +430,26 @@ int cmd_topo(const Args &a)
 		size_t hosts = 0, switches = 0;
 		for (const auto &n : t->nodes)
 			(n.kind == qn::NodeKind::Host ? hosts : switches)++;
+		// What the topology took (docs/cli.md "topo up"): the kernel's non-cache memory since
+		// the start (namespaces, veths, qdiscs, BPF maps; other work on the machine counts
+		// too) and switchd's resident memory and descriptors.
+		std::string sd;
+		std::ifstream(qn::switchd_pid_path(t->name)) >> sd;
+		const double kmem = qn::kernel_mib() - kmem0, sd_rss = sd.empty() ? 0 : qn::rss_mib(sd);
+		const size_t sd_fds = sd.empty() ? 0 : qn::count_fds(sd);
 		if (a.format == "json") {
 			nlohmann::ordered_json j{{"topology", t->name}, {"hosts", hosts}, {"switches", switches},
 						 {"links", t->links.size()}, {"dilation", d->factor()},
-						 {"dilation_auto", a.dilation_auto}, {"seconds", secs}};
+						 {"dilation_auto", a.dilation_auto}, {"seconds", secs},
+						 {"kernel_mib", kmem}, {"switchd_rss_mib", sd_rss}, {"switchd_fds", sd_fds}};
 			if (a.dilation_auto)
 				j["calibration"] = cal_json;
 			std::printf("%s\n", j.dump().c_str());
 			return 0;
 		}
-		std::printf("topology %s up: %zu hosts, %zu switches, %zu links, dilation %g, %.2f s\n", t->name.c_str(),
-			    hosts, switches, t->links.size(), d->factor(), secs);
+		std::printf("topology %s up: %zu hosts, %zu switches, %zu links, dilation %g, %.2f s; kernel memory %+.0f MiB, "
+			    "switchd %.0f MiB resident, %zu descriptors\n",
+			    t->name.c_str(), hosts, switches, t->links.size(), d->factor(), secs, kmem, sd_rss, sd_fds);
 		return 0;
 	}
 	if (sub == "down") {

@@ -3,11 +3,15 @@
 #include "control/bringup.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <sstream>
-#include <csignal>
+#include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -289,6 +293,41 @@ HtbPlan plan_htb(uint64_t fabric_rate_bps, uint32_t mtu, uint64_t buffer_bytes, 
 
 static Status finish_up(const Topology &t, const UpOptions &o, const std::string &meta);
 
+// Run `step` for every switch of `t`, on as many threads as the machine has CPUs (at most 4).
+// Each switch's step is its own (namespace, BPF objects, pins, tc) and most of it is the
+// kernel's verifier on the switch programs, CPU-bound (about 0.29 s a switch), so a fabric's
+// switches load in about 1/CPUs of the time (docs/PERFORMANCE.md "`quench bench fabric`").
+// Every switch is tried until one fails; then no new one starts and the first error is returned.
+static Status for_each_switch(const Topology &t, const std::function<Status(int sw)> &step)
+{
+	std::vector<int> sws;
+	for (const auto &n : t.nodes)
+		if (n.kind == NodeKind::Switch)
+			sws.push_back(n.id);
+	const size_t nthreads = std::min<size_t>({sws.size(), 4, std::max(1u, std::thread::hardware_concurrency())});
+	std::atomic<size_t> next{0};
+	std::atomic<bool> failed{false};
+	std::mutex mu;
+	Status first = ok_status();
+	auto work = [&] {
+		for (size_t i; !failed.load() && (i = next.fetch_add(1)) < sws.size();) {
+			Status st = step(sws[i]);
+			if (!st.ok()) {
+				std::lock_guard<std::mutex> g(mu);
+				if (!failed.exchange(true))
+					first = st;
+			}
+		}
+	};
+	std::vector<std::thread> pool;
+	for (size_t k = 1; k < nthreads; k++)
+		pool.emplace_back(work);
+	work();
+	for (auto &th : pool)
+		th.join();
+	return first;
+}
+
 // The shapers of one switch's egress ports at dilation d: HTB with a control and a data leaf,
 // a bfifo under each (a tbf pause gate under a switch-facing port's data leaf). Every line is
 // a `replace`, so the same batch without the root re-shapes a running switch
@@ -337,14 +376,15 @@ static Status topo_up_in_place(const Topology &t, const UpOptions &o, const std:
 {
 	stop_switchd(t.name);
 	unlink(meta_path(t.name).c_str());
-	for (const auto &n : t.nodes) {
-		if (n.kind != NodeKind::Switch)
-			continue;
+	const Status loaded = for_each_switch(t, [&](int sw) -> Status {
+		const Node &n = t.nodes[size_t(sw)];
 		QN_TRY(run_ok({"tc", "-n", t.netns(n.id), "-batch", "-"}, htb_batch(t, n, o.dilation, false)));
 		// load_switch makes the recirculation veth pair again
 		QN_TRY(run_ok({"ip", "-n", t.netns(n.id), "link", "del", n.name + "-rc"}));
-		QN_TRY(load_switch(t, n.id, o.dilation));
-	}
+		return load_switch(t, n.id, o.dilation);
+	});
+	if (!loaded.ok())
+		return loaded;
 	{
 		int fd = bpf_obj_get(dqmarks_pin(t).c_str());
 		if (fd >= 0) {
@@ -476,15 +516,14 @@ Status topo_up(const Topology &t, const UpOptions &o)
 			QN_TRY(attach_cable_xdp(t, cable_spec(t, li)));
 	}
 
-	// 4. HTB on every switch egress port.
-	for (const auto &n : t.nodes)
-		if (n.kind == NodeKind::Switch)
-			QN_TRY(run_ok({"tc", "-n", t.netns(n.id), "-batch", "-"}, htb_batch(t, n, o.dilation, true)));
-
-	// 5. switch programs: load, pin, fill, validate, attach.
-	for (const auto &n : t.nodes)
-		if (n.kind == NodeKind::Switch)
-			QN_TRY(load_switch(t, n.id, o.dilation));
+	// 4. and 5. per switch, on every CPU: HTB on every egress port, then the switch programs:
+	// load, pin, fill, validate, attach.
+	const Status loaded = for_each_switch(t, [&](int sw) -> Status {
+		QN_TRY(run_ok({"tc", "-n", t.netns(sw), "-batch", "-"}, htb_batch(t, t.nodes[size_t(sw)], o.dilation, true)));
+		return load_switch(t, sw, o.dilation);
+	});
+	if (!loaded.ok())
+		return loaded;
 
 	// 6. host steering (skipped where the MTU is too large for native XDP on veth).
 	if (o.attach_steering) {

@@ -296,7 +296,7 @@ static Status finish_up(const Topology &t, const UpOptions &o, const std::string
 // Run `step` for every switch of `t`, on as many threads as the machine has CPUs (at most 4).
 // Each switch's step is its own (namespace, BPF objects, pins, tc) and most of it is the
 // kernel's verifier on the switch programs, CPU-bound (about 0.29 s a switch), so a fabric's
-// switches load in about 1/CPUs of the time (docs/PERFORMANCE.md "`quench bench fabric`").
+// switches load in about 1/CPUs of the time (docs/PERFORMANCE.md "Switches loaded on every CPU").
 // Every switch is tried until one fails; then no new one starts and the first error is returned.
 static Status for_each_switch(const Topology &t, const std::function<Status(int sw)> &step)
 {

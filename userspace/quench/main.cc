@@ -17,8 +17,8 @@
 #include "bench/bench_fabric.h"
 #include "bench/bench_rxe.h"
 #include "bench/bench_transport.h"
-#include "common/units.h"
 #include "common/paths.h"
+#include "common/units.h"
 #include "common/version.h"
 #include "control/bringup.h"
 #include "control/exec.h"
@@ -137,7 +137,8 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 			   char *end = nullptr;
 			   const double d = std::strtod(v.c_str(), &end);
 			   if (v.empty() || *end || !(d >= 1 && d <= qn::kMaxDilation))
-				   throw CLI::ValidationError("--dilation", "'" + v + "' is not auto or a number in [1, 100000]");
+				   throw CLI::ValidationError("--dilation", "'" + v + "' is not auto or a number in [1, " +
+									      std::to_string(uint64_t(qn::kMaxDilation)) + "]");
 			   a.dilation = d;
 		   },
 		   "time dilation D, or auto: measured for every host sending at once (docs/experiments.md \"Dilation and calibration\")")

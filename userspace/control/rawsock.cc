@@ -29,8 +29,12 @@ uint64_t mono_ns()
 	return uint64_t(ts.tv_sec) * 1000000000ULL + uint64_t(ts.tv_nsec);
 }
 
-Result<RawSocket> RawSocket::open(const std::string &netns, const std::string &ifname, bool qdisc_bypass)
+Result<RawSocket> RawSocket::open(const std::string &netns, const std::string &ifname, bool qdisc_bypass,
+				  bool receive)
 {
+	// Protocol 0: no packet is delivered to the socket (packet(7)); what it sends still gets
+	// its protocol from its Ethernet header (SOCK_RAW).
+	const uint16_t proto = receive ? htons(ETH_P_ALL) : 0;
 	RawSocket s;
 	{
 		std::optional<NetnsScope> scope;
@@ -38,7 +42,7 @@ Result<RawSocket> RawSocket::open(const std::string &netns, const std::string &i
 			scope.emplace(netns);
 			QN_TRY(scope->status());
 		}
-		s.fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+		s.fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, proto);
 		if (s.fd_ < 0)
 			return sys_error(errno, "AF_PACKET socket in " + netns);
 		s.ifindex_ = int(if_nametoindex(ifname.c_str()));
@@ -47,7 +51,7 @@ Result<RawSocket> RawSocket::open(const std::string &netns, const std::string &i
 	}
 	sockaddr_ll sll{};
 	sll.sll_family = AF_PACKET;
-	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_protocol = proto;
 	sll.sll_ifindex = s.ifindex_;
 	if (bind(s.fd_, reinterpret_cast<sockaddr *>(&sll), sizeof(sll)) < 0)
 		return sys_error(errno, "bind AF_PACKET to " + ifname);

@@ -18,8 +18,13 @@ namespace qn {
 class RawSocket {
 public:
 	// Open a socket bound to `ifname` inside namespace `netns` ("" = current). With
-	// qdisc_bypass, frames skip the sending device's qdisc (PACKET_QDISC_BYPASS).
-	static Result<RawSocket> open(const std::string &netns, const std::string &ifname, bool qdisc_bypass);
+	// qdisc_bypass, frames skip the sending device's qdisc (PACKET_QDISC_BYPASS). A socket that
+	// only sends (receive false) is bound to protocol 0 and never hooked into the device's
+	// receive and transmit taps: one that takes every protocol (ETH_P_ALL) gets a clone of
+	// every frame the device sends or receives, which on a switch port is every packet of
+	// every hop (docs/PERFORMANCE.md "Transmit-only packet sockets").
+	static Result<RawSocket> open(const std::string &netns, const std::string &ifname, bool qdisc_bypass,
+				      bool receive = true);
 	RawSocket(RawSocket &&o) noexcept;
 	RawSocket &operator=(RawSocket &&o) noexcept;
 	RawSocket(const RawSocket &) = delete;

@@ -371,7 +371,7 @@ Status run_switchd(const std::string &topology)
 		ctl->ports.resize(pids.size());
 		for (int pi : pids) {
 			const Port &p = t->ports[size_t(pi)];
-			auto s = RawSocket::open(t->netns(n.id), p.ifname, true);
+			auto s = RawSocket::open(t->netns(n.id), p.ifname, true, false); // sends only
 			if (!s)
 				return s.error();
 			PortTx &tx = ctl->ports[size_t(p.port_no)];
@@ -385,7 +385,7 @@ Status run_switchd(const std::string &topology)
 				tx.gated = true;
 				tx.ifindex = int(p.ifindex);
 				tx.gate = gate_config(h.rate_bps, l.mtu, h.fifo_limit_bytes);
-				auto k = RawSocket::open(t->netns(n.id), p.ifname, false);
+				auto k = RawSocket::open(t->netns(n.id), p.ifname, false, false);
 				if (!k)
 					return k.error();
 				tx.kick = std::make_unique<RawSocket>(std::move(*k));

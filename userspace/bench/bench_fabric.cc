@@ -22,6 +22,7 @@
 #include "control/engine_desc.h"
 #include "control/fattree.h"
 #include "control/runner.h"
+#include "control/switchd.h"
 #include "control/sysmem.h"
 #include "control/topology.h"
 #include "transport/clock.h"
@@ -77,14 +78,6 @@ double median(std::vector<double> v)
 {
 	std::sort(v.begin(), v.end());
 	return tp::percentile(v, 0.5);
-}
-
-std::string switchd_pid(const std::string &topo)
-{
-	std::ifstream f(switchd_pid_path(topo));
-	std::string pid;
-	f >> pid;
-	return pid;
 }
 
 // Namespaces of topology `topo` still present (/run/netns/qn-<topo>-*).

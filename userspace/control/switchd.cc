@@ -57,6 +57,17 @@ void logf(const char *fmt, ...)
 std::string pid_path(const std::string &t) { return switchd_pid_path(t); }
 std::string log_path(const std::string &t) { return switchd_log_path(t); }
 
+} // namespace
+
+std::string switchd_pid(const std::string &topology)
+{
+	std::string pid;
+	std::ifstream(pid_path(topology)) >> pid;
+	return pid;
+}
+
+namespace {
+
 struct PortTx {
 	std::unique_ptr<RawSocket> sock;
 	Mac mac{};

@@ -21,5 +21,8 @@ Status run_switchd(const std::string &topology);
 Status spawn_switchd(const std::string &self, const std::string &topology, size_t switches = 1);
 // Stop it (pidfile, then any process whose command line is `... switchd NAME`).
 void stop_switchd(const std::string &topology);
+// Return: the pid its pidfile names, as text ("" when there is none), for /proc lookups
+// (control/sysmem.h).
+std::string switchd_pid(const std::string &topology);
 
 } // namespace qn

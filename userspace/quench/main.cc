@@ -136,9 +136,10 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 			   }
 			   char *end = nullptr;
 			   const double d = std::strtod(v.c_str(), &end);
-			   if (v.empty() || *end || !(d >= 1 && d <= qn::kMaxDilation))
-				   throw CLI::ValidationError("--dilation", "'" + v + "' is not auto or a number in [1, " +
-									      std::to_string(uint64_t(qn::kMaxDilation)) + "]");
+			   if (v.empty() || *end)
+				   throw CLI::ValidationError("--dilation", "'" + v + "' is not auto or a number");
+			   if (auto dil = qn::Dilation::make(d); !dil) // the one range check (common/units.h)
+				   throw CLI::ValidationError("--dilation", dil.error().message);
 			   a.dilation = d;
 		   },
 		   "time dilation D, or auto: measured for every host sending at once (docs/experiments.md \"Dilation and calibration\")")
@@ -434,8 +435,7 @@ int cmd_topo(const Args &a)
 		// What the topology took (docs/cli.md "topo up"): the kernel's non-cache memory since
 		// the start (namespaces, veths, qdiscs, BPF maps; other work on the machine counts
 		// too) and switchd's resident memory and descriptors.
-		std::string sd;
-		std::ifstream(qn::switchd_pid_path(t->name)) >> sd;
+		const std::string sd = qn::switchd_pid(t->name);
 		const double kmem = qn::kernel_mib() - kmem0, sd_rss = sd.empty() ? 0 : qn::rss_mib(sd);
 		const size_t sd_fds = sd.empty() ? 0 : qn::count_fds(sd);
 		if (a.format == "json") {

@@ -3,6 +3,7 @@
 #   install-deps.sh run    the build of the CLI and BPF objects and `make run` (the default)
 #   install-deps.sh test   run's packages plus the test suite's: Catch2, probes, and the VM
 #                          kernels' tools (QEMU, busybox) and Soft-RoCE's (rdma-core, perftest)
+#   install-deps.sh profile  run's packages plus perf (scripts/profile.sh)
 # Idempotent: when every package is present this is a fast no-op (one dpkg-query).
 # Package sources come from the machine's own apt configuration; nothing here names a host.
 set -euo pipefail
@@ -30,10 +31,16 @@ TEST_PKGS=(
 	rdma-core ibverbs-utils libibverbs-dev perftest rdmacm-utils
 )
 
+PROFILE_PKGS=(
+	# scripts/profile.sh: system-wide sampling (Debian 12's perf 6.1) and JSON from ip/bpftool
+	linux-perf jq
+)
+
 case "${1:-run}" in
 run) PKGS=("${RUN_PKGS[@]}") ;;
+profile) PKGS=("${RUN_PKGS[@]}" "${PROFILE_PKGS[@]}") ;;
 test) PKGS=("${RUN_PKGS[@]}" "${TEST_PKGS[@]}") ;;
-*) echo "install-deps: usage: $0 [run|test] (got '$1')" >&2; exit 2 ;;
+*) echo "install-deps: usage: $0 [run|test|profile] (got '$1')" >&2; exit 2 ;;
 esac
 
 missing=()

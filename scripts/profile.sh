@@ -145,7 +145,6 @@ END {
 		printf "\n"
 	}
 	printf "| **busy CPU, ns per data packet** |"; for (i = 1; i <= nc; i++) printf " **%.0f** |", busy[order[i]]; printf "\n"
-	printf "| idle (both CPUs) |"; for (i = 1; i <= nc; i++) printf " %.0f |", v["idle", order[i]]; printf "\n"
 	printf "| data packets per second |"; for (i = 1; i <= nc; i++) printf " %.0f |", pk[order[i]]; printf "\n"
 }' "$summary" <(sort -t$'\t' -k1,1 -k3,3nr "$out/stages.tsv") | tee "$out/table.md"
 echo

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * dequeue.h - departures, seen through the read-only tp_btf/qdisc_dequeue tracepoint. It fires
- * for every qdisc in the system; a switch recognises its own ports by the net_device pointer
+ * for every qdisc in the system; the topology's dispatcher (bpf/switch/qn_dqdisp.bpf.c) calls a
+ * switch's hook only for departures inside its namespace, and the switch recognises its own ports by the net_device pointer
  * (qn_dev_port) and its own packets by the skb->mark tag the ingress pipeline wrote. Stages per
  * departing packet, over one struct qn_dq_ctx:
  *   fidelity   fidmon.h  departure monitor

@@ -376,6 +376,7 @@ static Status topo_up_in_place(const Topology &t, const UpOptions &o, const std:
 {
 	stop_switchd(t.name);
 	unlink(meta_path(t.name).c_str());
+	QN_TRY(ensure_topology_bpf(t));
 	const Status loaded = for_each_switch(t, [&](int sw) -> Status {
 		const Node &n = t.nodes[size_t(sw)];
 		QN_TRY(run_ok({"tc", "-n", t.netns(n.id), "-batch", "-"}, htb_batch(t, n, o.dilation, false)));
@@ -517,7 +518,8 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	}
 
 	// 4. and 5. per switch, on every CPU: HTB on every egress port, then the switch programs:
-	// load, pin, fill, validate, attach.
+	// load, pin, fill, validate, attach (the topology's departure dispatcher first).
+	QN_TRY(ensure_topology_bpf(t));
 	const Status loaded = for_each_switch(t, [&](int sw) -> Status {
 		QN_TRY(run_ok({"tc", "-n", t.netns(sw), "-batch", "-"}, htb_batch(t, t.nodes[size_t(sw)], o.dilation, true)));
 		return load_switch(t, sw, o.dilation);

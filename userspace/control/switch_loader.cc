@@ -18,6 +18,7 @@
 #include "control/netns.h"
 #include "control/swcfg.h"
 #include "qn_bare.skel.h"
+#include "qn_dqdisp.skel.h"
 #include "qn_switch.skel.h"
 
 namespace qn {
@@ -315,6 +316,148 @@ void setup_libbpf_logging(bool verbose)
 
 std::string dqmarks_pin(const Topology &t) { return topo_pin_dir(t.name) + "/qn_dqmarks"; }
 
+namespace {
+
+std::string dq_pin(const Topology &t, const char *name) { return topo_pin_dir(t.name) + "/" + name; }
+
+// The inode number of node `n`'s network namespace (the kernel's ns.inum, which the dispatcher
+// reads from the departing device).
+Result<uint32_t> netns_inum(const Topology &t, int n)
+{
+	std::string path = "/run/netns/" + t.netns(n);
+	struct stat st;
+	if (stat(path.c_str(), &st) != 0)
+		return sys_error(errno, "stat " + path);
+	return uint32_t(st.st_ino);
+}
+
+// Whether the pinned map at `path` exists with at least `entries` entries.
+bool pinned_map_fits(const std::string &path, uint32_t entries)
+{
+	int fd = bpf_obj_get(path.c_str());
+	if (fd < 0)
+		return false;
+	bpf_map_info info{};
+	uint32_t len = sizeof(info);
+	bool ok = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.max_entries >= entries;
+	close(fd);
+	return ok;
+}
+
+} // namespace
+
+Status ensure_topology_bpf(const Topology &t)
+{
+	QN_TRY(ensure_bpffs());
+	const std::string top = topo_pin_dir(t.name);
+	QN_TRY(mkdir_p(top));
+	uint32_t switches = 0;
+	for (const auto &n : t.nodes)
+		switches += n.kind == NodeKind::Switch ? 1 : 0;
+	const uint32_t slots = uint32_t(t.nodes.size());
+	struct stat st;
+	if (pinned_map_fits(dq_pin(t, "qn_dq_nets"), std::max(1u, switches)) &&
+	    pinned_map_fits(dq_pin(t, "qn_dq_progs"), std::max(1u, slots)) &&
+	    stat(dq_pin(t, "link_dequeue").c_str(), &st) == 0 && stat(dq_pin(t, "prog_dqdisp").c_str(), &st) == 0 &&
+	    pinned_map_fits(dqmarks_pin(t), 1))
+		return ok_status();
+	SkelPtr<qn_dqdisp, qn_dqdisp__destroy> skel(qn_dqdisp__open());
+	if (!skel.get())
+		return sys_error(errno, "open qn_dqdisp skeleton");
+	if (int e = bpf_map__set_max_entries(skel->maps.qn_dq_nets, std::max(1u, switches)); e)
+		return sys_error(e, "size qn_dq_nets");
+	if (int e = bpf_map__set_max_entries(skel->maps.qn_dq_progs, std::max(1u, slots)); e)
+		return sys_error(e, "size qn_dq_progs");
+	// The dequeue-time marks every switch shares: made (or found) here, once, so the switches
+	// loading in parallel all find the pin (two creating it at once would race for it).
+	if (int e = bpf_map__set_pin_path(skel->maps.qn_dqmarks, dqmarks_pin(t).c_str()); e)
+		return sys_error(e, "set the pin path of qn_dqmarks");
+	if (int e = qn_dqdisp__load(skel.get()); e)
+		return sys_error(e, "load qn_dqdisp (the verifier log is printed above)");
+	QN_TRY(pin_map(skel->maps.qn_dq_nets, top));
+	QN_TRY(pin_map(skel->maps.qn_dq_progs, top));
+	{
+		std::string pp = dq_pin(t, "prog_dqdisp");
+		unlink(pp.c_str());
+		if (int err = bpf_program__pin(skel->progs.qn_dq_disp, pp.c_str()); err)
+			return sys_error(err, "pin " + pp);
+	}
+	{
+		bpf_link *link = bpf_program__attach(skel->progs.qn_dq_disp);
+		if (!link)
+			return sys_error(errno, "attach the departure dispatcher (tp_btf/qdisc_dequeue)");
+		std::string lp = dq_pin(t, "link_dequeue");
+		unlink(lp.c_str());
+		int err = bpf_link__pin(link, lp.c_str());
+		bpf_link__destroy(link); // the pin keeps it attached
+		if (err)
+			return sys_error(err, "pin " + lp);
+	}
+	return ok_status();
+}
+
+// Put switch `sw`'s departure program in the dispatcher's slot for it (prog_fd < 0: take it
+// out), and its namespace in qn_dq_nets.
+static Status register_departures(const Topology &t, int sw, int prog_fd)
+{
+	const std::string pp = dq_pin(t, "qn_dq_progs"), np = dq_pin(t, "qn_dq_nets");
+	int progs = bpf_obj_get(pp.c_str());
+	if (progs < 0)
+		return sys_error(errno, "open " + pp + " (the topology's departure dispatcher; `topo up` makes it)");
+	int nets = bpf_obj_get(np.c_str());
+	if (nets < 0) {
+		int e = errno;
+		close(progs);
+		return sys_error(e, "open " + np);
+	}
+	Status s = ok_status();
+	const uint32_t slot = uint32_t(sw);
+	const std::string &name = t.nodes[size_t(sw)].name;
+	const std::string lp = dq_pin(t, "link_dequeue");
+	auto inum = netns_inum(t, sw);
+	if (!inum) {
+		s = inum.error();
+	} else if (prog_fd < 0) {
+		// Out: the namespace first, then the slot. With no switch left (the bare baseline of
+		// `bench switch`), the dispatcher is detached too, so the baseline pays no departure
+		// hook at all, as before the dispatcher.
+		uint32_t key;
+		if (bpf_map_delete_elem(nets, &*inum) && errno != ENOENT)
+			s = sys_error(errno, "switch " + name + ": take its namespace out of " + np);
+		else if (bpf_map_delete_elem(progs, &slot) && errno != ENOENT)
+			s = sys_error(errno, "switch " + name + ": take its departures out of " + pp);
+		else if (bpf_map_get_next_key(nets, nullptr, &key) != 0)
+			unlink(lp.c_str());
+	} else if (bpf_map_update_elem(progs, &slot, &prog_fd, BPF_ANY)) {
+		s = sys_error(errno, "switch " + name + ": put its departure program in " + pp);
+	} else if (bpf_map_update_elem(nets, &*inum, &slot, BPF_ANY)) {
+		s = sys_error(errno, "switch " + name + ": write " + np);
+	} else {
+		// In: the dispatcher attached (again, after a bare baseline took it off).
+		struct stat st;
+		if (stat(lp.c_str(), &st) != 0) {
+			const std::string dp = dq_pin(t, "prog_dqdisp");
+			int dfd = bpf_obj_get(dp.c_str());
+			if (dfd < 0) {
+				s = sys_error(errno, "open pinned " + dp);
+			} else {
+				int lfd = bpf_raw_tracepoint_open(nullptr, dfd);
+				close(dfd);
+				if (lfd < 0) {
+					s = sys_error(errno, "attach the departure dispatcher " + dp);
+				} else {
+					if (bpf_obj_pin(lfd, lp.c_str()) && errno != EEXIST)
+						s = sys_error(errno, "pin " + lp);
+					close(lfd);
+				}
+			}
+		}
+	}
+	close(progs);
+	close(nets);
+	return s;
+}
+
 std::string switch_pin_dir(const Topology &t, int sw)
 {
 	return node_pin_dir(t.name, t.nodes[size_t(sw)].name);
@@ -351,17 +494,9 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.qn_swcfg), &zero, &cfg, BPF_ANY))
 			return sys_error(errno, "switch " + node.name + ": write qn_swcfg");
 	}
-	// The departure hook: attach and pin the link so it outlives this process.
-	{
-		bpf_link *link = bpf_program__attach(skel->progs.qn_tp_dequeue);
-		if (!link)
-			return sys_error(errno, "switch " + node.name + ": attach tp_btf/qdisc_dequeue");
-		std::string lp = dir + "/link_dequeue";
-		int err = bpf_link__pin(link, lp.c_str());
-		bpf_link__destroy(link); // the pin keeps it attached
-		if (err)
-			return sys_error(err, "pin " + lp);
-	}
+	// The departure program: registered with the topology's dispatcher, which tail-calls it for
+	// departures from this switch's namespace (replacing an earlier load's atomically).
+	QN_TRY(register_departures(t, sw, bpf_program__fd(skel->progs.qn_tp_dequeue)));
 	// The recirculation device: a veth pair inside the switch namespace, builder on its ingress.
 	{
 		std::string rc = node.name + "-rc", rcp = node.name + "-rcp";
@@ -412,20 +547,14 @@ Status load_switch(const Topology &t, int sw, const Dilation &d)
 Status reattach_switch(const Topology &t, int sw)
 {
 	std::string dir = switch_pin_dir(t, sw);
-	// The departure hook, if attach_bare() removed it.
-	struct stat stl;
-	if (stat((dir + "/link_dequeue").c_str(), &stl) != 0) {
+	// The departure program, which attach_bare() took out of the dispatcher.
+	{
 		int pfd = bpf_obj_get((dir + "/prog_dequeue").c_str());
 		if (pfd < 0)
 			return sys_error(errno, "open pinned " + dir + "/prog_dequeue");
-		int lfd = bpf_raw_tracepoint_open(nullptr, pfd);
+		Status s = register_departures(t, sw, pfd);
 		close(pfd);
-		if (lfd < 0)
-			return sys_error(errno, "attach the dequeue hook of " + dir);
-		int err = bpf_obj_pin(lfd, (dir + "/link_dequeue").c_str());
-		close(lfd);
-		if (err)
-			return sys_error(errno, "pin " + dir + "/link_dequeue");
+		QN_TRY(s);
 	}
 	int in = bpf_obj_get((dir + "/prog_ingress").c_str());
 	if (in < 0)
@@ -458,8 +587,8 @@ Status attach_bare(const Topology &t, int sw)
 		if (bpf_map_update_elem(fd, &in, &out, BPF_ANY))
 			return sys_error(errno, "update qn_bare_port");
 	}
-	// The baseline has no departure hook either: unpinning its only reference detaches it.
-	unlink((switch_pin_dir(t, sw) + "/link_dequeue").c_str());
+	// The baseline has no departure program either: out of the dispatcher.
+	QN_TRY(register_departures(t, sw, -1));
 	return attach_all(t, sw, bpf_program__fd(skel->progs.qn_bare_ingress), -1);
 }
 

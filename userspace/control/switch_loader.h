@@ -35,7 +35,15 @@ std::string switch_pin_dir(const Topology &t, int sw);
 // host steering program of the topology uses the map pinned here.
 std::string dqmarks_pin(const Topology &t);
 
-// Load, pin, fill, validate and attach the switch program for node `sw`.
+// The topology's departure dispatcher (bpf/switch/qn_dqdisp.bpf.c): the one program on the
+// qdisc_dequeue tracepoint, which hands each departure to its switch's program. Loaded,
+// attached and pinned (maps qn_dq_nets, qn_dq_progs and the link, in the topology's pin folder)
+// unless pins sized for `t` are there; also makes the shared qn_dqmarks. Call before the
+// switches are loaded (they load in parallel and register themselves in it).
+Status ensure_topology_bpf(const Topology &t);
+
+// Load, pin, fill, validate the switch program for node `sw`, attach its tc programs and
+// register its departure program with the topology's dispatcher (ensure_topology_bpf first).
 Status load_switch(const Topology &t, int sw, const Dilation &d);
 
 // Replace the switch's tc programs on every port with the bare redirect baseline (bench), or

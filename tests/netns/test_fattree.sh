@@ -8,13 +8,19 @@
 #    content-checked (gen --format json);
 #  - ECMP across pods: every core switch carried frames of those flows (each pair of pods has
 #    four equal-cost paths, one per core), and every aggregation switch;
+#  - one departure hook for the whole topology (the dispatcher, docs/switch.md "Maps"), not one
+#    per switch: the machine's qdisc_dequeue links grow by exactly 1 for 20 switches;
 #  - `topo down` leaves no namespace, pin or state of it.
 # Correctness only, at a fixed D: no timing and no verdict is asserted (issue 45's runs are in
 # docs/PERFORMANCE.md).
 source "$(dirname "$0")/lib.sh"
 
 "$QUENCH" topo fattree --k 4 --name "$TOPO_NAME" --rate 10Gbps -o "$WORK/ft.topo"
+dq_links() { bpftool link show -j | jq '[.[] | select(.tp_name? == "qdisc_dequeue")] | length'; }
+links0=$(dq_links)
 up=$("$QUENCH" topo up "$WORK/ft.topo" --dilation 200 --format json) || fail "topo up of the k=4 fat-tree failed: $up"
+links1=$(dq_links)
+[ $((links1 - links0)) -eq 1 ] || fail "20 switches added $((links1 - links0)) qdisc_dequeue links (want 1: the topology's dispatcher)"
 # `topo up` states what the topology took: switchd's resident memory and descriptors (one
 # netlink socket, ring buffer and map set per switch: at least one per switch) and the kernel's.
 echo "topo up: $(jq -c '{seconds, kernel_mib, switchd_rss_mib, switchd_fds}' <<<"$up")"

@@ -29,6 +29,16 @@ else
 	awk -v t="$secs" 'BEGIN { exit t < 10 ? 0 : 1 }' || fail "leaf-spine took ${secs} s to come up (limit 10 s)"
 fi
 
+# RPS on every switch port (docs/PERFORMANCE.md "Cut 2"): the mask of every online CPU.
+rps_of() { ip netns exec "$(ns "$1")" cat "/sys/class/net/$2/queues/rx-0/rps_cpus"; }
+online=$(cat /sys/devices/system/cpu/online)
+want=$(awk -F, '{ m = 0; for (i = 1; i <= NF; i++) { n = split($i, r, "-"); a = r[1]; b = n > 1 ? r[2] : r[1]; for (c = a; c <= b; c++) m += 2 ^ c }; printf "%x", m }' <<<"$online")
+for p in "leaf1 leaf1-p1" "spine2 spine2-p1"; do
+	read -r sw port <<<"$p"
+	got=$(rps_of "$sw" "$port" | sed 's/^0*//; s/,//g')
+	[ "$got" = "$want" ] || fail "$sw/$port: rps_cpus $got, want every online CPU ($online: $want)"
+done
+
 # (captured first: `| grep -q` would close the pipe early and, with pipefail, fail on SIGPIPE)
 second=$("$QUENCH" topo up "$topo" 2>&1) || fail "second up failed: $second"
 grep -q "already up" <<<"$second" || fail "second up was not a no-op: $second"

@@ -114,3 +114,20 @@ TEST_CASE("plan_htb__burst_rate_and_fifo", "[units][htb]")
 	CHECK(h4.rate_bps == 25'000'000'000ULL);
 	CHECK(h4.fifo_limit_bytes == h.fifo_limit_bytes);
 }
+
+// RPS masks for the switch ports (bringup.h cpu_mask_of_list): every online CPU, in the format
+// rps_cpus takes; anything else is an error naming the text.
+TEST_CASE("cpu_mask_of_list: the online CPUs as an rps_cpus mask", "[bringup]")
+{
+	CHECK(*qn::cpu_mask_of_list("0-1\n") == "3");
+	CHECK(*qn::cpu_mask_of_list("0") == "1");
+	CHECK(*qn::cpu_mask_of_list("0,2-5") == "3d");
+	CHECK(*qn::cpu_mask_of_list("0-31") == "ffffffff");
+	CHECK(*qn::cpu_mask_of_list("0-32") == "1,ffffffff");
+	CHECK(*qn::cpu_mask_of_list("33") == "2,00000000");
+	for (const char *bad : {"", "x", "1-0", "0-", "0,,1", "0;1", "9000"}) {
+		auto r = qn::cpu_mask_of_list(bad);
+		REQUIRE_FALSE(r);
+		CHECK(r.error().message.find("not a CPU list") != std::string::npos);
+	}
+}

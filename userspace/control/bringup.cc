@@ -328,6 +328,64 @@ static Status for_each_switch(const Topology &t, const std::function<Status(int 
 	return first;
 }
 
+Result<std::string> cpu_mask_of_list(const std::string &online)
+{
+	std::vector<uint32_t> words;
+	auto bad = [&] { return make_error("not a CPU list: '" + online + "' (want e.g. 0-1 or 0,2-5)"); };
+	size_t i = 0;
+	const std::string s = online.substr(0, online.find_last_not_of(" \n") + 1);
+	if (s.empty())
+		return bad();
+	while (i < s.size()) {
+		size_t used = 0;
+		unsigned long a, b;
+		try {
+			a = std::stoul(s.substr(i), &used);
+		} catch (...) {
+			return bad();
+		}
+		i += used;
+		b = a;
+		if (i < s.size() && s[i] == '-') {
+			try {
+				b = std::stoul(s.substr(++i), &used);
+			} catch (...) {
+				return bad();
+			}
+			i += used;
+		}
+		if (b < a || b >= 8192)
+			return bad();
+		for (unsigned long c = a; c <= b; c++) {
+			if (words.size() <= c / 32)
+				words.resize(c / 32 + 1, 0);
+			words[c / 32] |= 1u << (c % 32);
+		}
+		if (i < s.size() && s[i++] != ',')
+			return bad();
+	}
+	std::string out;
+	for (size_t w = words.size(); w-- > 0;) {
+		char buf[16];
+		std::snprintf(buf, sizeof(buf), w + 1 == words.size() ? "%x" : ",%08x", words[w]);
+		out += buf;
+	}
+	return out;
+}
+
+// RPS on switch `sw`'s ports: a frame a port receives through the veth (netif_rx) is processed
+// on the CPU its flow hashes to among `mask`, not on the CPU that sent it. A flow keeps one CPU
+// per port (no reordering). sysfs shows a device only inside its namespace: one `ip netns exec`.
+static Status set_rps(const Topology &t, int sw, const std::string &mask)
+{
+	std::string script = "set -e\n";
+	for (int pi : t.ports_of(sw))
+		script += "for f in /sys/class/net/" + t.ports[size_t(pi)].ifname + "/queues/rx-*/rps_cpus; do echo " +
+			  mask + " > \"$f\"; done\n";
+	QN_TRY(run_ok({"ip", "netns", "exec", t.netns(sw), "sh", "-c", script}));
+	return ok_status();
+}
+
 // The shapers of one switch's egress ports at dilation d: HTB with a control and a data leaf,
 // a bfifo under each (a tbf pause gate under a switch-facing port's data leaf). Every line is
 // a `replace`, so the same batch without the root re-shapes a running switch
@@ -414,7 +472,7 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	char dil[32];
 	std::snprintf(dil, sizeof(dil), "%.6g", o.dilation.factor());
 	std::string meta = std::string("dilation ") + dil + "\nsource " + t.source + "\ncables " +
-			   (o.cables && !cable_links(t).empty() ? "yes" : "no") + "\n";
+			   (o.cables && !cable_links(t).empty() ? "yes" : "no") + "\nrps " + (o.rps ? "yes" : "no") + "\n";
 	{
 		auto old = read_file(state_path(t.name));
 		auto old_meta = read_file(meta_path(t.name));
@@ -517,11 +575,23 @@ Status topo_up(const Topology &t, const UpOptions &o)
 			QN_TRY(attach_cable_xdp(t, cable_spec(t, li)));
 	}
 
-	// 4. and 5. per switch, on every CPU: HTB on every egress port, then the switch programs:
+	std::string rps_mask;
+	if (o.rps) {
+		auto online = read_file("/sys/devices/system/cpu/online");
+		if (!online)
+			return online.error();
+		auto m = cpu_mask_of_list(*online);
+		if (!m)
+			return m.error();
+		rps_mask = *m;
+	}
+	// 4. and 5. per switch, on every CPU: HTB on every egress port, RPS on its ports, then the switch programs:
 	// load, pin, fill, validate, attach (the topology's departure dispatcher first).
 	QN_TRY(ensure_topology_bpf(t));
 	const Status loaded = for_each_switch(t, [&](int sw) -> Status {
 		QN_TRY(run_ok({"tc", "-n", t.netns(sw), "-batch", "-"}, htb_batch(t, t.nodes[size_t(sw)], o.dilation, true)));
+		if (o.rps)
+			QN_TRY(set_rps(t, sw, rps_mask));
 		return load_switch(t, sw, o.dilation);
 	});
 	if (!loaded.ok())

@@ -23,7 +23,15 @@ struct UpOptions {
 	bool cables = true;          // delayed switch-to-switch links run through engine cables
 	bool owned = false;          // this process owns the topology (`quench run`): when it dies
 				     // without taking it down, orphaned_topologies() names it
+	bool rps = true;             // switch ports spread their receive work over every online CPU
+				     // (RPS): the kernel path of a frame no longer runs whole on the
+				     // CPU that sent it (docs/PERFORMANCE.md "Cut 2")
 };
+
+// The hex mask of every online CPU, as rps_cpus takes it (32-bit groups, comma-separated, most
+// significant first), from the text of /sys/devices/system/cpu/online ("0-1", "0,2-5").
+// Return: an error naming the text when it is not a CPU list.
+Result<std::string> cpu_mask_of_list(const std::string &online);
 
 // A cable: a switch-to-switch link with propagation delay, made of two veth pairs whose inner
 // ends live in the topology's cable namespace, where the engine's delay line joins them

@@ -14,7 +14,7 @@ good=(
 	"topo check netns/star.topo --preset long-10g"
 	"topo check netns/star.topo --detail"
 	"topo up netns/star.topo --preset netns/presets/long-10g.preset"
-	"topo up netns/star.topo --param N=4 --param X=1 --name abc --dilation 200 --no-steering --no-cables --no-rps"
+	"topo up netns/star.topo --param N=4 --param X=1 --name abc --dilation 200 --no-steering --no-cables --rps"
 	"topo down netns/star.topo --name abc"
 	"topo down abc"
 	"topo down --name abc"

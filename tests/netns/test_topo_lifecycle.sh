@@ -29,15 +29,20 @@ else
 	awk -v t="$secs" 'BEGIN { exit t < 10 ? 0 : 1 }' || fail "leaf-spine took ${secs} s to come up (limit 10 s)"
 fi
 
-# RPS on every switch port (docs/PERFORMANCE.md "Cut 2"): the mask of every online CPU.
-rps_of() { ip netns exec "$(ns "$1")" cat "/sys/class/net/$2/queues/rx-0/rps_cpus"; }
+# RPS: the kernel's default (none) unless `topo up --rps` asks for every online CPU on every switch
+# port (docs/PERFORMANCE.md "Cut 2, tried"). --rps is another topology state: a full re-up.
+rps_of() { ip netns exec "$(ns "$1")" cat "/sys/class/net/$2/queues/rx-0/rps_cpus" | sed 's/^[0,]*//'; }
 online=$(cat /sys/devices/system/cpu/online)
 want=$(awk -F, '{ m = 0; for (i = 1; i <= NF; i++) { n = split($i, r, "-"); a = r[1]; b = n > 1 ? r[2] : r[1]; for (c = a; c <= b; c++) m += 2 ^ c }; printf "%x", m }' <<<"$online")
+[ -z "$(rps_of leaf1 leaf1-p1)" ] || fail "leaf1/leaf1-p1 has rps_cpus $(rps_of leaf1 leaf1-p1) without --rps"
+"$QUENCH" topo up "$topo" --rps >/dev/null || fail "up --rps failed"
 for p in "leaf1 leaf1-p1" "spine2 spine2-p1"; do
 	read -r sw port <<<"$p"
-	got=$(rps_of "$sw" "$port" | sed 's/^0*//; s/,//g')
-	[ "$got" = "$want" ] || fail "$sw/$port: rps_cpus $got, want every online CPU ($online: $want)"
+	got=$(rps_of "$sw" "$port" | tr -d ,)
+	[ "$got" = "$want" ] || fail "$sw/$port: rps_cpus '$got' after up --rps, want every online CPU ($online: $want)"
 done
+"$QUENCH" topo up "$topo" >/dev/null || fail "up without --rps failed"
+[ -z "$(rps_of leaf1 leaf1-p1)" ] || fail "up without --rps kept rps_cpus $(rps_of leaf1 leaf1-p1)"
 
 # (captured first: `| grep -q` would close the pipe early and, with pipefail, fail on SIGPIPE)
 second=$("$QUENCH" topo up "$topo" 2>&1) || fail "second up failed: $second"

@@ -585,7 +585,8 @@ Status topo_up(const Topology &t, const UpOptions &o)
 			return m.error();
 		rps_mask = *m;
 	}
-	// 4. and 5. per switch, on every CPU: HTB on every egress port, RPS on its ports, then the switch programs:
+	// 4. and 5. per switch, on every CPU: HTB on every egress port, RPS on its ports if asked,
+	// then the switch programs:
 	// load, pin, fill, validate, attach (the topology's departure dispatcher first).
 	QN_TRY(ensure_topology_bpf(t));
 	const Status loaded = for_each_switch(t, [&](int sw) -> Status {

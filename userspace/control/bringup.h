@@ -23,9 +23,11 @@ struct UpOptions {
 	bool cables = true;          // delayed switch-to-switch links run through engine cables
 	bool owned = false;          // this process owns the topology (`quench run`): when it dies
 				     // without taking it down, orphaned_topologies() names it
-	bool rps = true;             // switch ports spread their receive work over every online CPU
+	bool rps = false;            // switch ports spread their receive work over every online CPU
 				     // (RPS): the kernel path of a frame no longer runs whole on the
-				     // CPU that sent it (docs/PERFORMANCE.md "Cut 2")
+				     // CPU that sent it. Off by default: on a machine whose CPUs stop
+				     // (hypervisor preemption) the frames then wait on stops the
+				     // engine cannot see (docs/PERFORMANCE.md "Cut 2, tried")
 };
 
 // The hex mask of every online CPU, as rps_cpus takes it (32-bit groups, comma-separated, most

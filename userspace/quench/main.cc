@@ -61,7 +61,7 @@ struct Args {
 	bool all = false;
 	bool no_steering = false;
 	bool no_cables = false;
-	bool no_rps = false;
+	bool rps = false;
 	bool detail = false; // topo show --detail
 	bool verbose = false;
 	double watch = -1;
@@ -149,7 +149,7 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 		->check(CLI::IsMember({"text", "json"}));
 	up->add_flag("--no-steering", a.no_steering, "no XDP steering on host ports");
 	up->add_flag("--no-cables", a.no_cables, "delayed switch links become plain veths");
-	up->add_flag("--no-rps", a.no_rps, "switch ports process what they receive on the sending CPU (no RPS)");
+	up->add_flag("--rps", a.rps, "switch ports spread what they receive over every online CPU (RPS)");
 	CLI::App *down = topo->add_subcommand("down", "remove what `topo up` made");
 	args(down, "FILE|NAME", false);
 	params(down);
@@ -403,7 +403,7 @@ int cmd_topo(const Args &a)
 		o.dilation = *d;
 		o.attach_steering = !a.no_steering;
 		o.cables = !a.no_cables;
-		o.rps = !a.no_rps;
+		o.rps = a.rps;
 		if (int moved = qn::place_rxe_hosts(*t))
 			std::fprintf(stderr, "topo up: this kernel's rdma_rxe works only in the initial namespace: %d rxe "
 					     "host(s) put there (stack=rxe-initns, docs/agent.md)\n", moved);

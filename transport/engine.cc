@@ -76,10 +76,16 @@ Engine::~Engine()
 	}
 }
 
-Result<std::unique_ptr<Engine>> Engine::open(const EngineDesc &desc, const Dilation &d, const EngineOptions &o)
+Result<std::unique_ptr<Engine>> Engine::open(const EngineDesc &desc, const Dilation &d, const EngineOptions &o,
+					     PortPool *pool)
 {
 	std::unique_ptr<Engine> e(new Engine(desc, d, o));
-	QN_TRY(e->open_ports());
+	e->pool_ = pool;
+	if (pool && pool->next_qpn >= 0x100 && pool->next_qpn <= 0x3FFF)
+		e->next_qpn_ = pool->next_qpn;
+	Status opened = e->open_ports();
+	e->pool_ = nullptr;
+	QN_TRY(opened);
 	QN_TRY(e->open_switch_monitors());
 	QN_TRY(e->start_io());
 	QN_TRY(e->finish_open());
@@ -87,12 +93,17 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineDesc &desc, const Dilat
 }
 
 Result<std::unique_ptr<Engine>> Engine::open_on(const EngineDesc &desc, const Dilation &d, const EngineOptions &o,
-						const Clock &clock)
+						const Clock &clock, PortPool *pool)
 {
 	std::unique_ptr<Engine> e(new Engine(desc, d, o));
 	e->io_ = false;
 	e->now_src_ = &clock;
-	QN_TRY(e->open_ports());
+	e->pool_ = pool;
+	if (pool && pool->next_qpn >= 0x100 && pool->next_qpn <= 0x3FFF)
+		e->next_qpn_ = pool->next_qpn;
+	Status opened = e->open_ports();
+	e->pool_ = nullptr;
+	QN_TRY(opened);
 	QN_TRY(e->finish_open());
 	return e;
 }
@@ -177,10 +188,22 @@ Status Engine::open_ports()
 	};
 	// What the fabric takes from the machine, checked before any socket exists (resources.h): a
 	// UMEM above 3/4 of the available memory gets fewer chunks per socket, down to a floor.
-	const MachineLimits lim = machine_limits();
+	// The ports a pool holds are memory this process already has: fitted as if free, and their
+	// chunk count is the one to open with (fitted afresh against the memory they take, the
+	// count would come out smaller, no pooled port would be taken, and binding a new socket to
+	// a queue a pooled one holds fails with EBUSY).
+	MachineLimits lim = machine_limits();
+	if (pool_ && !pool_->ports.empty()) {
+		if (lim.mem_available_bytes)
+			lim.mem_available_bytes += uint64_t(pool_->ports.size()) * pool_->frames_per_port * kChunkBytes;
+		opt_.frames_per_port = std::min(opt_.frames_per_port, pool_->frames_per_port);
+	}
 	const FittedNeeds fit = fit_engine_needs(uint64_t(std::count_if(desc_.hosts.begin(), desc_.hosts.end(), serves)),
 						 desc_.cables.size(), opt_.frames_per_port, lim);
 	opt_.frames_per_port = fit.frames_per_port;
+	// Ports of another chunk count are closed before any socket is made (they hold the queues).
+	if (pool_ && pool_->frames_per_port != opt_.frames_per_port)
+		pool_->clear();
 	const EngineNeeds &need = fit.need;
 	QN_TRY(check_engine_needs("fabric " + desc_.name, need, lim));
 	QN_TRY(raise_nofile(need.fds));
@@ -208,7 +231,7 @@ Status Engine::open_ports()
 		h->pacer = LinkPacer(hd.link_bps, opt_.tx_horizon_wall_ns * 1000 / dil_.milli(),
 				     uint64_t(opt_.link_credit_frames *
 					      double(serialization_ns(wire_bytes(hd.mtu + QN_ETH_HLEN), hd.link_bps))));
-		auto port = hd.open(opt_.frames_per_port);
+		auto port = take_port("host/" + hd.name, hd.open);
 		if (!port)
 			return port.error();
 		h->port = std::move(*port);
@@ -224,7 +247,7 @@ Status Engine::open_ports()
 		for (int k = 0; k < 2; k++) {
 			if (!c.open[k])
 				return make_error(desc_.name + ": cable " + c.name + " has no port to open");
-			auto port = c.open[k](opt_.frames_per_port);
+			auto port = take_port("cable/" + c.name + "/" + std::to_string(k), c.open[k]);
 			if (!port)
 				return port.error();
 			cb->end[k] = std::move(*port);
@@ -234,6 +257,60 @@ Status Engine::open_ports()
 	if (hosts_.empty() && cables_.empty())
 		return make_error("fabric " + desc_.name + ": no host to serve");
 	return ok_status();
+}
+
+Result<std::unique_ptr<FramePort>> Engine::take_port(const std::string &key, const PortOpen &open)
+{
+	if (pool_ && pool_->frames_per_port == opt_.frames_per_port) {
+		auto it = pool_->ports.find(key);
+		if (it != pool_->ports.end()) {
+			std::unique_ptr<FramePort> p = std::move(it->second);
+			pool_->ports.erase(it);
+			// What arrived since the last engine stopped (its run's stragglers) is not this
+			// one's: recycled unread (bounded by the ring: 64 frames a call).
+			uint64_t addr[64];
+			uint32_t len[64];
+			for (int round = 0; round < 1024; round++) {
+				const uint32_t n = p->rx_peek(64, addr, len);
+				for (uint32_t i = 0; i < n; i++)
+					p->rx_recycle(addr[i]);
+				if (n == 0)
+					break;
+			}
+			p->refill();
+			pool_->reused++;
+			return p;
+		}
+	}
+	return open(opt_.frames_per_port);
+}
+
+void Engine::release_ports(PortPool &pool)
+{
+	for (auto &h : hosts_) {
+		if (!h->port)
+			continue;
+		for (const Held &r : h->rxline)
+			h->port->rx_recycle(r.addr);
+		for (const Held &r : h->txline)
+			h->port->tx_free(r.addr);
+		h->rxline.clear();
+		h->txline.clear();
+		h->port->flush(); // what sits in its TX ring leaves now, not in the next engine's run
+		pool.ports["host/" + h->name] = std::move(h->port);
+	}
+	for (auto &c : cables_)
+		for (int k = 0; k < 2; k++) {
+			if (!c->end[k])
+				continue;
+			for (const Held &r : c->line[k])
+				c->end[k]->rx_recycle(r.addr);
+			c->line[k].clear();
+			c->end[k]->flush();
+			pool.ports["cable/" + c->name + "/" + std::to_string(k)] = std::move(c->end[k]);
+		}
+	pool.frames_per_port = opt_.frames_per_port;
+	pool.next_qpn = next_qpn_;
 }
 
 Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, const QpOptions &o)
@@ -297,9 +374,18 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		rearm_timers(*qps_.back());
 		return qps_.back()->id;
 	};
-	uint32_t qa = next_qpn_++, qb = next_qpn_++;
-	if (next_qpn_ > 0x3FFF)
+	if (qpns_made_ + 2 > 0x3F00)
 		return make_error("connect: out of QP numbers (16K per engine: the UDP source port carries 14 bits)");
+	// From where the last engine on these ports stopped (PortPool::next_qpn), wrapping after
+	// 0x3FFF: the numbers of a run long gone come round again only after 16K others.
+	auto take = [&] {
+		const uint32_t q = next_qpn_++;
+		if (next_qpn_ > 0x3FFF)
+			next_qpn_ = 0x100;
+		qpns_made_++;
+		return q;
+	};
+	const uint32_t qa = take(), qb = take();
 	auto ra = make(ia->second, qa, qb, hosts_[ib->second]->ep);
 	if (!ra)
 		return ra.error();

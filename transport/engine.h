@@ -123,6 +123,25 @@ std::pair<uint64_t, uint64_t> default_rto_ns(const std::string &scheme);
 
 using QpHandle = uint32_t;
 
+// The AF_XDP ports an engine gave back (Engine::release_ports) for the next engine on the same
+// running fabric (Engine::open's `pool`). Opening them (UMEMs zeroed and pinned) is most of an
+// engine's open on a large fabric: 28 s for k=8's 640 sockets (docs/PERFORMANCE.md "Cut 3"),
+// paid by every calibration step and attempt of a run. Keyed "host/NAME" and "cable/NAME/K";
+// taken only with the same chunk count. The owner clears it when the fabric is made again (its
+// sockets are then dead).
+struct PortPool {
+	std::map<std::string, std::unique_ptr<FramePort>> ports;
+	uint32_t frames_per_port = 0;
+	uint32_t next_qpn = 0; // where the last engine's QP numbers stopped (0: none): the next one
+			       // goes on from there, so a stale frame of the last run names no new QP
+	size_t reused = 0;     // ports taken from the pool so far (tests, reports)
+	void clear()
+	{
+		ports.clear();
+		next_qpn = 0;
+	}
+};
+
 // Signals that come back to a sender and name the PSN that caused them.
 enum class Signal : uint8_t { Cnp, Bts, Postcard, Count };
 std::string to_string(Signal s);
@@ -273,13 +292,19 @@ class Engine {
 public:
 	// Open the ports of every host (and cable) `desc` names and its switch monitors, with
 	// dilation D; the loop waits in io_uring and reads the wall clock.
+	// With `pool`: a host's port or cable end the pool holds is taken (its receive ring drained)
+	// instead of opened.
 	static Result<std::unique_ptr<Engine>> open(const EngineDesc &desc, const Dilation &d,
-						    const EngineOptions &o);
+						    const EngineOptions &o, PortPool *pool = nullptr);
+	// Give every port to `pool` (frames held in the delay lines go back to their ports first).
+	// The engine serves nothing after this; destroy it.
+	void release_ports(PortPool &pool);
 	// An engine with fabric time read from `clock` (not owned; it must outlive the engine):
 	// drive it with step(); nothing sleeps, no io_uring, no monitors, no liveness checks.
 	// Tests run the receive and transmit paths this way on FakePorts (tests/unit/test_engine.cc).
 	static Result<std::unique_ptr<Engine>> open_on(const EngineDesc &desc, const Dilation &d,
-						       const EngineOptions &o, const Clock &clock);
+						       const EngineOptions &o, const Clock &clock,
+						       PortPool *pool = nullptr);
 	~Engine();
 	Engine(const Engine &) = delete;
 	Engine &operator=(const Engine &) = delete;
@@ -480,6 +505,8 @@ private:
 
 	Engine(const EngineDesc &desc, const Dilation &d, const EngineOptions &o);
 	Status open_ports();
+	// A port for `key` from pool_ (drained), else opened with `open`.
+	Result<std::unique_ptr<FramePort>> take_port(const std::string &key, const PortOpen &open);
 	Status start_io();
 	// The sockets the loop polls (hosts, then both ends of every cable) and the fd of one, by
 	// its io_uring tag.
@@ -555,6 +582,8 @@ private:
 	std::vector<std::unique_ptr<Qp>> qps_;
 	std::unordered_map<uint32_t, Qp *> by_qpn_;
 	uint32_t next_qpn_ = 0x100;
+	uint32_t qpns_made_ = 0;            // QP numbers this engine gave out (at most 0x3F00)
+	PortPool *pool_ = nullptr;          // open(): where ports may come from
 	std::mt19937_64 rng_{0x71756e6368ULL}; // link error draws (fixed seed: runs are repeatable)
 	// Return: true when a frame is lost to error rate p.
 	bool lose(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }

@@ -59,6 +59,12 @@ Status XskPort::open(const std::string &ifname, int xskmap_fd, uint32_t frames, 
 	if (a == MAP_FAILED)
 		return sys_error(errno, "mmap UMEM for " + ifname);
 	area_ = static_cast<uint8_t *>(a);
+	// Not inherited by children: the kernel copies pinned pages of a private mapping at fork, so
+	// with sockets open (an engine's, or a run's PortPool across calibration steps) every fork of
+	// `ip` or `tc` copied the whole UMEM (10 GiB on k=8: each fork took seconds). As RDMA
+	// libraries do for registered memory (ibv_fork_init).
+	if (madvise(area_, area_bytes_, MADV_DONTFORK) != 0)
+		return sys_error(errno, "madvise(MADV_DONTFORK) of the UMEM for " + ifname);
 	ring_size_ = ring;
 	xsk_socket_config sc{};
 	sc.rx_size = ring;

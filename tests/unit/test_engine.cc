@@ -745,3 +745,73 @@ TEST_CASE("engine__after_a_late_pass_frames_catch_up_by_at_most_the_credit", "[e
 	CHECK(shortest[1.0] < threshold + kSerNs / 4); // on the threshold: jitter decides
 	CHECK(shortest[3.0] + 8 < threshold);
 }
+
+// Opening an engine's ports is most of its open on a large fabric (docs/PERFORMANCE.md "Cut 3"):
+// a run's next engine takes the last one's ports from a PortPool instead. It opens none, reads
+// nothing the last run left in a receive ring, and its QP numbers go on from the last engine's.
+// Ports of a chunk count above the one wanted are not taken (the negative control: opened again).
+TEST_CASE("engine__a_second_engine_takes_the_first_ones_ports", "[engine]")
+{
+	auto t = parse_topology("name fake\ndefaults rate=10Gbps mtu=2048 delay=0us\nswitch tor\nhost h[1..2]\nlink h[1..2] tor\n",
+				"fake.topo");
+	REQUIRE(t.ok());
+	int opens = 0;
+	std::map<std::string, FakePort *> port;
+	PortFactory open = [&](const std::string &, const std::string &ifname, const std::string &,
+			       uint32_t) -> Result<std::unique_ptr<FramePort>> {
+		opens++;
+		auto p = std::make_unique<FakePort>(512);
+		port[ifname.substr(0, ifname.find('-'))] = p.get();
+		return std::unique_ptr<FramePort>(std::move(p));
+	};
+	FakeClock clock;
+	EngineOptions o;
+	o.frames_per_port = 2048;
+	PortPool pool;
+	auto a = Engine::open_on(engine_desc(*t, open, false), Dilation(), o, clock, &pool);
+	REQUIRE(a.ok());
+	CHECK(opens == 2);
+	auto qa = (*a)->connect("h1", "h2", QpOptions{});
+	REQUIRE(qa.ok());
+	const uint32_t qpn_a = (*a)->qpn((*a)->peer(*qa));
+	(*a)->release_ports(pool);
+	a->reset();
+	REQUIRE(pool.ports.size() == 2);
+	// a straggler of the first run, arrived after it stopped
+	const std::vector<uint8_t> stale(100, 0);
+	REQUIRE(port["h2"]->inject(stale));
+
+	auto b = Engine::open_on(engine_desc(*t, open, false), Dilation(), o, clock, &pool);
+	REQUIRE(b.ok());
+	CHECK(opens == 2);
+	CHECK(pool.reused == 2);
+	CHECK(pool.ports.empty());
+	auto qb = (*b)->connect("h1", "h2", QpOptions{});
+	REQUIRE(qb.ok());
+	CHECK((*b)->qpn(*qb) > qpn_a);
+	// A message still goes through the taken ports: h1's data reaches h2's port.
+	(*b)->post(*qb, Message{1, 1000, nullptr});
+	size_t tx = 0;
+	for (uint64_t now = 1, i = 0; now < 100'000 && i < 10'000; i++) {
+		clock.set(now);
+		const uint64_t next = (*b)->step(now);
+		tx += port["h1"]->take_tx().size();
+		now = std::max(now + 1, std::min<uint64_t>(next, 100'000));
+	}
+	CHECK(tx > 0);
+	// The straggler was drained unread at the take: h2 read no frame at all (read, it would
+	// be a malformed one).
+	CHECK((*b)->host_counters("h2").rx_frames == 0);
+	(*b)->release_ports(pool);
+	b->reset();
+
+	// Fewer chunks wanted than the pool's: its ports are closed first (they hold the queues),
+	// then opened again. (More wanted than the pool's: the pool's count is taken.)
+	EngineOptions o2 = o;
+	o2.frames_per_port = 1024;
+	auto c = Engine::open_on(engine_desc(*t, open, false), Dilation(), o2, clock, &pool);
+	REQUIRE(c.ok());
+	CHECK(opens == 4);
+	CHECK(pool.reused == 2);
+	CHECK(pool.ports.empty());
+}

@@ -476,6 +476,9 @@ std::string summary_json(const ExperimentRun &c, const std::vector<SchemeResult>
 	doc["skipped"] = json::array();
 	for (const auto &[scheme, why] : c.skipped)
 		doc["skipped"].push_back(json{{"scheme", scheme}, {"reason", why}});
+	// The engines' sockets opened once and reused (tp::PortPool): how many ports later engines
+	// took instead of opening them.
+	doc["engine_ports_reused"] = c.pool ? c.pool->reused : 0;
 	doc["calibration"] = json{{"dilation", k.d},
 				  {"dilation_auto", k.d_auto},
 				  {"dilation_cpu", k.rule.d_cpu},

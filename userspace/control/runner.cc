@@ -1,6 +1,8 @@
 // runner.cc - the experiment runner (runner.h).
 #include "control/runner.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -56,7 +58,33 @@ void lossless_fidelity(SchemeResult &s)
 		s.valid = false;
 }
 
-Result<std::unique_ptr<Engine>> open_engine(ExperimentRun &r)
+// An engine of the run that gives its ports back to the run's pool when it goes (reset() or
+// the end of its scope), so the next engine opens none of them again.
+class PooledEngine {
+public:
+	PooledEngine(std::unique_ptr<Engine> e, std::shared_ptr<tp::PortPool> pool)
+		: e_(std::move(e)), pool_(std::move(pool))
+	{
+	}
+	PooledEngine(PooledEngine &&) noexcept = default;
+	PooledEngine &operator=(PooledEngine &&) = delete;
+	PooledEngine(const PooledEngine &) = delete;
+	~PooledEngine() { reset(); }
+	Engine &operator*() const { return *e_; }
+	Engine *operator->() const { return e_.get(); }
+	void reset()
+	{
+		if (e_ && pool_ && !e_->topology_gone())
+			e_->release_ports(*pool_);
+		e_.reset();
+	}
+
+private:
+	std::unique_ptr<Engine> e_;
+	std::shared_ptr<tp::PortPool> pool_;
+};
+
+Result<PooledEngine> open_engine(ExperimentRun &r)
 {
 	auto t = load_running(r.name);
 	if (!t)
@@ -64,7 +92,10 @@ Result<std::unique_ptr<Engine>> open_engine(ExperimentRun &r)
 	auto d = running_dilation(r.name);
 	if (!d)
 		return d.error();
-	return Engine::open(engine_desc(*t), *d, r.eo);
+	auto e = Engine::open(engine_desc(*t), *d, r.eo, r.pool.get());
+	if (!e)
+		return e.error();
+	return PooledEngine(std::move(*e), r.pool);
 }
 
 Result<std::vector<SwitchCounters>> read_all_counters(const std::string &name)
@@ -302,7 +333,18 @@ Status bring_up(ExperimentRun &r, double d)
 		return dl.error();
 	UpOptions uo = r.up_opts;
 	uo.dilation = *dl;
-	QN_TRY(topo_up(r.topo, uo));
+	// The pooled ports live as long as the namespaces: a topology made again (not changed in
+	// place: another namespace inode) or not up before has none of them.
+	auto inode = [&] {
+		struct stat st;
+		return r.topo.nodes.empty() || stat(("/run/netns/" + r.topo.netns(0)).c_str(), &st) != 0 ? uint64_t(0)
+													: uint64_t(st.st_ino);
+	};
+	const uint64_t before = r.up ? inode() : 0;
+	Status up = topo_up(r.topo, uo);
+	if (!up.ok() || before == 0 || inode() != before)
+		r.pool->clear();
+	QN_TRY(up);
 	r.up = true;
 	r.d_now = d;
 	return ok_status();
@@ -310,6 +352,7 @@ Status bring_up(ExperimentRun &r, double d)
 
 void take_down(ExperimentRun &r)
 {
+	r.pool->clear();
 	if (r.up)
 		(void)topo_down(r.name);
 	r.up = false;

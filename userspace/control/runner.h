@@ -143,6 +143,10 @@ struct ExperimentRun {
 	// Schemes that refused the fabric (cc::Derived::refused), with the reason: not run, and
 	// listed under the summary table.
 	std::vector<std::pair<std::string, std::string>> skipped;
+	// The engines' AF_XDP ports between one engine and the next (calibration steps, attempts):
+	// opened once while the topology only changes D in place (tp::PortPool); cleared when
+	// bring_up makes the topology again and when it goes down.
+	std::shared_ptr<tp::PortPool> pool = std::make_shared<tp::PortPool>();
 	uint64_t queue_interval_ns() const;
 };
 

@@ -2,6 +2,7 @@
 #include "transport/xsk.h"
 
 #include <bpf/bpf.h>
+#include <fcntl.h>
 #include <linux/if_xdp.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -102,6 +103,12 @@ Status XskPort::open(const std::string &ifname, int xskmap_fd, uint32_t frames, 
 			return sys_error(err, "create AF_XDP socket on " + ifname);
 		}
 	}
+	// Closed at exec: a process this one starts (switchd, at every change of D) must not keep
+	// the socket, and with it the queue (the next bind fails with EBUSY) and the pinned UMEM,
+	// after this process lets go of it (a run's PortPool holds sockets across those starts).
+	for (int fd : {xsk_socket__fd(xsk_), xsk_umem__fd(umem_)})
+		if (fd >= 0 && fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) != 0)
+			return sys_error(errno, "set close-on-exec on the AF_XDP socket of " + ifname);
 	// Copy-mode TX builds an skb charged to this socket's send buffer until the switch's queue
 	// releases it: with the default buffer (~200 KB) a sender stops at ~100 KB queued
 	// downstream and its frames wait in the TX ring, a hidden queue (docs/transport.md). The

@@ -10,6 +10,7 @@
 #    four equal-cost paths, one per core), and every aggregation switch;
 #  - one departure hook for the whole topology (the dispatcher, docs/switch.md "Maps"), not one
 #    per switch: the machine's qdisc_dequeue links grow by exactly 1 for 20 switches;
+#  - IPv6 is off in the cable namespace (no router solicitations into the switch ports);
 #  - `topo down` leaves no namespace, pin or state of it.
 # Correctness only, at a fixed D: no timing and no verdict is asserted (issue 45's runs are in
 # docs/PERFORMANCE.md).
@@ -21,6 +22,12 @@ links0=$(dq_links)
 up=$("$QUENCH" topo up "$WORK/ft.topo" --dilation 200 --format json) || fail "topo up of the k=4 fat-tree failed: $up"
 links1=$(dq_links)
 [ $((links1 - links0)) -eq 1 ] || fail "20 switches added $((links1 - links0)) qdisc_dequeue links (want 1: the topology's dispatcher)"
+# IPv6 off in the cable namespace as in every other (on, its cable ends sent router solicitations
+# to the switch ports, dropped there as not_ipv4: docs/PERFORMANCE.md "Cut 3").
+for k in all default; do
+	v=$(ip netns exec "qn-$TOPO_NAME-cable-ns" sysctl -n "net.ipv6.conf.$k.disable_ipv6")
+	[ "$v" = 1 ] || fail "the cable namespace has IPv6 on (net.ipv6.conf.$k.disable_ipv6 = $v)"
+done
 # `topo up` states what the topology took: switchd's resident memory and descriptors (one
 # netlink socket, ring buffer and map set per switch: at least one per switch) and the kernel's.
 echo "topo up: $(jq -c '{seconds, kernel_mib, switchd_rss_mib, switchd_fds}' <<<"$up")"

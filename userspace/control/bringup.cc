@@ -513,8 +513,16 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	// 2. veth pairs, created directly inside their namespaces with explicit ifindex and MAC.
 	batch.clear();
 	const bool with_cables = o.cables && !cable_links(t).empty();
-	if (with_cables)
+	if (with_cables) {
 		QN_TRY(run_ok({"ip", "netns", "add", cable_netns(t)}));
+		// IPv6 off there too before its veths exist: with it on, each cable end sent router
+		// solicitations and MLD reports straight to the switch port it faces, which dropped
+		// them as not_ipv4 in the runs (k=8: 45-132 a run).
+		NetnsScope ns(cable_netns(t));
+		QN_TRY(ns.status());
+		QN_TRY(write_sysctl("net/ipv6/conf/all/disable_ipv6", "1"));
+		QN_TRY(write_sysctl("net/ipv6/conf/default/disable_ipv6", "1"));
+	}
 	auto in_ns = [&](int node) { return t.netns(node).empty() ? std::string() : " netns " + t.netns(node); };
 	for (size_t li = 0; li < t.links.size(); li++) {
 		const Link &l = t.links[li];

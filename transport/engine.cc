@@ -80,12 +80,7 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineDesc &desc, const Dilat
 					     PortPool *pool)
 {
 	std::unique_ptr<Engine> e(new Engine(desc, d, o));
-	e->pool_ = pool;
-	if (pool && pool->next_qpn >= 0x100 && pool->next_qpn <= 0x3FFF)
-		e->next_qpn_ = pool->next_qpn;
-	Status opened = e->open_ports();
-	e->pool_ = nullptr;
-	QN_TRY(opened);
+	QN_TRY(e->open_ports(pool));
 	QN_TRY(e->open_switch_monitors());
 	QN_TRY(e->start_io());
 	QN_TRY(e->finish_open());
@@ -98,12 +93,7 @@ Result<std::unique_ptr<Engine>> Engine::open_on(const EngineDesc &desc, const Di
 	std::unique_ptr<Engine> e(new Engine(desc, d, o));
 	e->io_ = false;
 	e->now_src_ = &clock;
-	e->pool_ = pool;
-	if (pool && pool->next_qpn >= 0x100 && pool->next_qpn <= 0x3FFF)
-		e->next_qpn_ = pool->next_qpn;
-	Status opened = e->open_ports();
-	e->pool_ = nullptr;
-	QN_TRY(opened);
+	QN_TRY(e->open_ports(pool));
 	QN_TRY(e->finish_open());
 	return e;
 }
@@ -180,7 +170,18 @@ Status Engine::finish_open()
 	return health_begin();
 }
 
-Status Engine::open_ports()
+Status Engine::open_ports(PortPool *pool)
+{
+	// QP numbers go on from the last engine on these ports (PortPool::next_qpn).
+	if (pool && pool->next_qpn >= 0x100 && pool->next_qpn <= 0x3FFF)
+		next_qpn_ = pool->next_qpn;
+	pool_ = pool;
+	Status opened = open_hosts_and_cables();
+	pool_ = nullptr;
+	return opened;
+}
+
+Status Engine::open_hosts_and_cables()
 {
 	auto serves = [&](const HostDesc &hd) {
 		return opt_.only_hosts.empty() ||

@@ -504,7 +504,10 @@ private:
 	};
 
 	Engine(const EngineDesc &desc, const Dilation &d, const EngineOptions &o);
-	Status open_ports();
+	// Every served host's port and both ends of every cable; with `pool`, taken from it where
+	// it holds them (take_port).
+	Status open_ports(PortPool *pool);
+	Status open_hosts_and_cables();
 	// A port for `key` from pool_ (drained), else opened with `open`.
 	Result<std::unique_ptr<FramePort>> take_port(const std::string &key, const PortOpen &open);
 	Status start_io();
@@ -583,7 +586,7 @@ private:
 	std::unordered_map<uint32_t, Qp *> by_qpn_;
 	uint32_t next_qpn_ = 0x100;
 	uint32_t qpns_made_ = 0;            // QP numbers this engine gave out (at most 0x3F00)
-	PortPool *pool_ = nullptr;          // open(): where ports may come from
+	PortPool *pool_ = nullptr;          // during open_ports only: where ports may come from
 	std::mt19937_64 rng_{0x71756e6368ULL}; // link error draws (fixed seed: runs are repeatable)
 	// Return: true when a frame is lost to error rate p.
 	bool lose(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }

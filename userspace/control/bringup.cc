@@ -373,6 +373,17 @@ Result<std::string> cpu_mask_of_list(const std::string &online)
 	return out;
 }
 
+// IPv6 off in namespace `ns` before any interface of it exists: no router solicitations or MLD
+// reports for a switch to drop as not IPv4.
+static Status ipv6_off(const std::string &ns)
+{
+	NetnsScope in(ns);
+	QN_TRY(in.status());
+	QN_TRY(write_sysctl("net/ipv6/conf/all/disable_ipv6", "1"));
+	QN_TRY(write_sysctl("net/ipv6/conf/default/disable_ipv6", "1"));
+	return ok_status();
+}
+
 // RPS on switch `sw`'s ports: a frame a port receives through the veth (netif_rx) is processed
 // on the CPU its flow hashes to among `mask`, not on the CPU that sent it. A flow keeps one CPU
 // per port (no reordering). sysfs shows a device only inside its namespace: one `ip netns exec`.
@@ -504,10 +515,7 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	for (const auto &n : t.nodes) {
 		if (t.netns(n.id).empty())
 			continue;
-		NetnsScope ns(t.netns(n.id));
-		QN_TRY(ns.status());
-		QN_TRY(write_sysctl("net/ipv6/conf/all/disable_ipv6", "1"));
-		QN_TRY(write_sysctl("net/ipv6/conf/default/disable_ipv6", "1"));
+		QN_TRY(ipv6_off(t.netns(n.id)));
 	}
 
 	// 2. veth pairs, created directly inside their namespaces with explicit ifindex and MAC.
@@ -518,10 +526,7 @@ Status topo_up(const Topology &t, const UpOptions &o)
 		// IPv6 off there too before its veths exist: with it on, each cable end sent router
 		// solicitations and MLD reports straight to the switch port it faces, which dropped
 		// them as not_ipv4 in the runs (k=8: 45-132 a run).
-		NetnsScope ns(cable_netns(t));
-		QN_TRY(ns.status());
-		QN_TRY(write_sysctl("net/ipv6/conf/all/disable_ipv6", "1"));
-		QN_TRY(write_sysctl("net/ipv6/conf/default/disable_ipv6", "1"));
+		QN_TRY(ipv6_off(cable_netns(t)));
 	}
 	auto in_ns = [&](int node) { return t.netns(node).empty() ? std::string() : " netns " + t.netns(node); };
 	for (size_t li = 0; li < t.links.size(); li++) {

@@ -1,6 +1,6 @@
 // engine.cc - the host engine: set-up, the control plane (QPs, messages) and the event loop
 // (engine.h; the receive and transmit paths, cables, health and paths have files of their own).
-#include "transport/engine.h"
+#include "transport/shard.h"
 #include "transport/resources.h"
 
 #include <liburing.h>
@@ -54,8 +54,8 @@ std::pair<uint64_t, uint64_t> default_rto_ns(const std::string &scheme)
 	return {s->rto_low_ns, s->rto_high_ns};
 }
 
-Engine::Engine(const EngineDesc &desc, const Dilation &d, const EngineOptions &o)
-	: desc_(desc), dil_(d), opt_(o), clock_(d.milli())
+Shard::Shard(const EngineDesc &desc, const Dilation &d, const EngineOptions &o, const ShardRole &role)
+	: desc_(desc), dil_(d), opt_(o), clock_(d.milli()), role_(role)
 {
 	adj_.resize(desc_.nodes.size());
 	for (size_t i = 0; i < desc_.links.size(); i++) {
@@ -65,9 +65,13 @@ Engine::Engine(const EngineDesc &desc, const Dilation &d, const EngineOptions &o
 			adj_[size_t(l.b)].push_back(int(i));
 		}
 	}
+	// Every host the engine serves (any shard): paths, base RTTs and connections span them.
+	for (const HostDesc &hd : desc_.hosts)
+		if (engine_serves(opt_, hd.name) && hd.node >= 0 && size_t(hd.node) < desc_.nodes.size())
+			node_of_[hd.name] = hd.node;
 }
 
-Engine::~Engine()
+Shard::~Shard()
 {
 	close_switch_monitors();
 	if (ring_) {
@@ -76,26 +80,34 @@ Engine::~Engine()
 	}
 }
 
-Result<std::unique_ptr<Engine>> Engine::open(const EngineDesc &desc, const Dilation &d, const EngineOptions &o,
-					     PortPool *pool)
+Result<std::unique_ptr<Shard>> Shard::open(const EngineDesc &desc, const Dilation &d, const EngineOptions &o,
+					   const ShardRole &role, const DilatedClock &clock0, PortPool *pool)
 {
-	std::unique_ptr<Engine> e(new Engine(desc, d, o));
+	std::unique_ptr<Shard> e(new Shard(desc, d, o, role));
+	e->clock_ = clock0;
 	QN_TRY(e->open_ports(pool));
-	QN_TRY(e->open_switch_monitors());
-	QN_TRY(e->start_io());
+	if (role.owner)
+		QN_TRY(e->open_switch_monitors());
 	QN_TRY(e->finish_open());
 	return e;
 }
 
-Result<std::unique_ptr<Engine>> Engine::open_on(const EngineDesc &desc, const Dilation &d, const EngineOptions &o,
-						const Clock &clock, PortPool *pool)
+Result<std::unique_ptr<Shard>> Shard::open_on(const EngineDesc &desc, const Dilation &d, const EngineOptions &o,
+					      const ShardRole &role, const Clock &clock, PortPool *pool)
 {
-	std::unique_ptr<Engine> e(new Engine(desc, d, o));
+	std::unique_ptr<Shard> e(new Shard(desc, d, o, role));
 	e->io_ = false;
 	e->now_src_ = &clock;
 	QN_TRY(e->open_ports(pool));
 	QN_TRY(e->finish_open());
 	return e;
+}
+
+Status Shard::start()
+{
+	if (io_)
+		QN_TRY(start_io());
+	return health_begin();
 }
 
 namespace {
@@ -112,12 +124,12 @@ io_uring_sqe *sqe_or_flush(io_uring *ring)
 
 } // namespace
 
-size_t Engine::io_sockets() const
+size_t Shard::io_sockets() const
 {
 	return hosts_.size() + 2 * cables_.size();
 }
 
-Status Engine::start_io()
+Status Shard::start_io()
 {
 	// Sleeping waits: no timer slack on poll timeouts (notes/datapath.md); io_uring waits.
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -128,7 +140,7 @@ Status Engine::start_io()
 	const unsigned sq = std::max(64u, std::bit_ceil(unsigned(socks)));
 	io_uring_params p{};
 	p.flags = IORING_SETUP_CQSIZE;
-	p.cq_entries = std::max(256u, std::bit_ceil(unsigned(4 * socks)));
+	p.cq_entries = std::max(256u, std::bit_ceil(unsigned(4 * (socks + 1))));
 	auto *ring = new io_uring;
 	if (int rc = io_uring_queue_init_params(sq, ring, &p); rc != 0) {
 		delete ring;
@@ -147,18 +159,27 @@ Status Engine::start_io()
 		io_uring_prep_poll_multishot(sqe, io_fd(i), POLLIN);
 		io_uring_sqe_set_data64(sqe, i);
 	}
+	if (wake_fd_ >= 0) { // an inbox post wakes a sleeping loop
+		io_uring_sqe *sqe = sqe_or_flush(ring);
+		if (!sqe)
+			return make_error("io_uring: no submission entry for the shard's wake-up descriptor");
+		io_uring_prep_poll_multishot(sqe, wake_fd_, POLLIN);
+		io_uring_sqe_set_data64(sqe, kWakeTag);
+	}
 	if (int rc = io_uring_submit(ring); rc < 0)
 		return make_error(std::string("io_uring_submit of the socket polls: ") + std::strerror(-rc));
 	return ok_status();
 }
 
-int Engine::io_fd(size_t tag) const
+int Shard::io_fd(size_t tag) const
 {
+	if (tag == kWakeTag)
+		return wake_fd_;
 	return tag < hosts_.size() ? hosts_[tag]->port->fd()
 				   : cables_[(tag - hosts_.size()) / 2]->end[(tag - hosts_.size()) % 2]->fd();
 }
 
-Status Engine::finish_open()
+Status Shard::finish_open()
 {
 	const auto [lo, hi] = rtt_range();
 	min_rtt_ns_ = lo;
@@ -167,49 +188,26 @@ Status Engine::finish_open()
 	// A stall: the loop ran later than planned by more than half a base RTT (in wall time).
 	stall_thr_wall_ = std::max<uint64_t>(clock_.wall_duration(opt_.base_rtt_ns / 2), 20'000);
 	late_bound_ns_ = uint64_t(opt_.late_p99_frac * double(opt_.base_rtt_ns));
-	return health_begin();
+	return ok_status();
 }
 
-Status Engine::open_ports(PortPool *pool)
+Status Shard::open_ports(PortPool *pool)
 {
-	// QP numbers go on from the last engine on these ports (PortPool::next_qpn).
-	if (pool && pool->next_qpn >= 0x100 && pool->next_qpn <= 0x3FFF)
-		next_qpn_ = pool->next_qpn;
 	pool_ = pool;
 	Status opened = open_hosts_and_cables();
 	pool_ = nullptr;
 	return opened;
 }
 
-Status Engine::open_hosts_and_cables()
+Status Shard::open_hosts_and_cables()
 {
-	auto serves = [&](const HostDesc &hd) {
-		return opt_.only_hosts.empty() ||
-		       std::find(opt_.only_hosts.begin(), opt_.only_hosts.end(), hd.name) != opt_.only_hosts.end();
+	// Fitted to the machine by the engine before any shard opens (Engine::fit_ports).
+	auto serves = [&](size_t i) {
+		return engine_serves(opt_, desc_.hosts[i].name) && (role_.hosts.empty() || role_.hosts[i]);
 	};
-	// What the fabric takes from the machine, checked before any socket exists (resources.h): a
-	// UMEM above 3/4 of the available memory gets fewer chunks per socket, down to a floor.
-	// The ports a pool holds are memory this process already has: fitted as if free, and their
-	// chunk count is the one to open with (fitted afresh against the memory they take, the
-	// count would come out smaller, no pooled port would be taken, and binding a new socket to
-	// a queue a pooled one holds fails with EBUSY).
-	MachineLimits lim = machine_limits();
-	if (pool_ && !pool_->ports.empty()) {
-		if (lim.mem_available_bytes)
-			lim.mem_available_bytes += uint64_t(pool_->ports.size()) * pool_->frames_per_port * kChunkBytes;
-		opt_.frames_per_port = std::min(opt_.frames_per_port, pool_->frames_per_port);
-	}
-	const FittedNeeds fit = fit_engine_needs(uint64_t(std::count_if(desc_.hosts.begin(), desc_.hosts.end(), serves)),
-						 desc_.cables.size(), opt_.frames_per_port, lim);
-	opt_.frames_per_port = fit.frames_per_port;
-	// Ports of another chunk count are closed before any socket is made (they hold the queues).
-	if (pool_ && pool_->frames_per_port != opt_.frames_per_port)
-		pool_->clear();
-	const EngineNeeds &need = fit.need;
-	QN_TRY(check_engine_needs("fabric " + desc_.name, need, lim));
-	QN_TRY(raise_nofile(need.fds));
-	for (const HostDesc &hd : desc_.hosts) {
-		if (!serves(hd))
+	for (size_t hi = 0; hi < desc_.hosts.size(); hi++) {
+		const HostDesc &hd = desc_.hosts[hi];
+		if (!serves(hi))
 			continue;
 		if (hd.node < 0 || size_t(hd.node) >= desc_.nodes.size())
 			return make_error(desc_.name + ": host " + hd.name + " names no node of the fabric");
@@ -239,7 +237,10 @@ Status Engine::open_hosts_and_cables()
 		host_by_name_[hd.name] = hosts_.size();
 		hosts_.push_back(std::move(h));
 	}
-	for (const CableDesc &c : desc_.cables) {
+	for (size_t ci = 0; ci < desc_.cables.size(); ci++) {
+		const CableDesc &c = desc_.cables[ci];
+		if (!role_.cables.empty() && !role_.cables[ci])
+			continue;
 		auto cb = std::make_unique<Cable>();
 		cb->name = c.name;
 		cb->delay_ns = c.delay_ns;
@@ -260,7 +261,7 @@ Status Engine::open_hosts_and_cables()
 	return ok_status();
 }
 
-Result<std::unique_ptr<FramePort>> Engine::take_port(const std::string &key, const PortOpen &open)
+Result<std::unique_ptr<FramePort>> Shard::take_port(const std::string &key, const PortOpen &open)
 {
 	if (pool_ && pool_->frames_per_port == opt_.frames_per_port) {
 		auto it = pool_->ports.find(key);
@@ -286,7 +287,7 @@ Result<std::unique_ptr<FramePort>> Engine::take_port(const std::string &key, con
 	return open(opt_.frames_per_port);
 }
 
-void Engine::release_ports(PortPool &pool)
+void Shard::release_ports(PortPool &pool)
 {
 	for (auto &h : hosts_) {
 		if (!h->port)
@@ -311,16 +312,18 @@ void Engine::release_ports(PortPool &pool)
 			pool.ports["cable/" + c->name + "/" + std::to_string(k)] = std::move(c->end[k]);
 		}
 	pool.frames_per_port = opt_.frames_per_port;
-	pool.next_qpn = next_qpn_;
 }
 
-Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, const QpOptions &o)
+Result<std::pair<QpHandle, QpHandle>> Shard::connect(const std::string &a, const std::string &b,
+							      const QpOptions &o, uint32_t qa, uint32_t qb)
 {
-	auto ia = host_by_name_.find(a), ib = host_by_name_.find(b);
-	if (ia == host_by_name_.end())
+	if (!node_of_.count(a))
 		return make_error("connect: host '" + a + "' is not served by this engine");
-	if (ib == host_by_name_.end())
+	if (!node_of_.count(b))
 		return make_error("connect: host '" + b + "' is not served by this engine");
+	auto ia = host_by_name_.find(a), ib = host_by_name_.find(b);
+	if (ia == host_by_name_.end() && ib == host_by_name_.end())
+		return make_error("connect: neither " + a + " nor " + b + " is served by this shard");
 	if (a == b)
 		return make_error("connect: a QP needs two different hosts (" + a + ")");
 	// Segments fit the smallest MTU of the path (the hosts' veths carry their link's MTU).
@@ -370,39 +373,41 @@ Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, con
 		const uint64_t now = now_src_->now_ns();
 		q->ctl->start(now);
 		by_qpn_[qpn] = q.get();
+		by_peer_qpn_[peer_qpn] = q.get();
 		qps_.push_back(std::move(q));
 		apply_cc(*qps_.back(), now);
 		rearm_timers(*qps_.back());
 		return qps_.back()->id;
 	};
-	if (qpns_made_ + 2 > 0x3F00)
-		return make_error("connect: out of QP numbers (16K per engine: the UDP source port carries 14 bits)");
-	// From where the last engine on these ports stopped (PortPool::next_qpn), wrapping after
-	// 0x3FFF: the numbers of a run long gone come round again only after 16K others.
-	auto take = [&] {
-		const uint32_t q = next_qpn_++;
-		if (next_qpn_ > 0x3FFF)
-			next_qpn_ = 0x100;
-		qpns_made_++;
-		return q;
+	auto ep = [&](const std::string &name) {
+		for (const HostDesc &hd : desc_.hosts)
+			if (hd.name == name)
+				return hd.ep;
+		return Endpoint{};
 	};
-	const uint32_t qa = take(), qb = take();
-	auto ra = make(ia->second, qa, qb, hosts_[ib->second]->ep);
-	if (!ra)
-		return ra.error();
-	auto rb = make(ib->second, qb, qa, hosts_[ia->second]->ep);
-	if (!rb)
-		return rb.error();
-	QpHandle ha = *ra, hb = *rb;
-	qps_[ha]->peer = hb;
-	qps_[hb]->peer = ha;
-	return ha;
+	std::pair<QpHandle, QpHandle> made{kNoQp, kNoQp};
+	if (ia != host_by_name_.end()) {
+		auto ra = make(ia->second, qa, qb, ep(b));
+		if (!ra)
+			return ra.error();
+		made.first = *ra;
+	}
+	if (ib != host_by_name_.end()) {
+		auto rb = make(ib->second, qb, qa, ep(a));
+		if (!rb)
+			return rb.error();
+		made.second = *rb;
+	}
+	if (made.first != kNoQp && made.second != kNoQp) {
+		qps_[made.first]->peer = made.second;
+		qps_[made.second]->peer = made.first;
+	}
+	return made;
 }
 
-QpHandle Engine::peer(QpHandle h) const { return qps_[h]->peer; }
-uint32_t Engine::qpn(QpHandle h) const { return qps_[h]->snd.config().qpn; }
+uint32_t Shard::qpn(QpHandle h) const { return qps_[h]->snd.config().qpn; }
 
-uint64_t Engine::post(QpHandle h, Message m)
+uint64_t Shard::post(QpHandle h, Message m)
 {
 	Qp &q = *qps_[h];
 	uint64_t now = now_src_->now_ns();
@@ -411,19 +416,19 @@ uint64_t Engine::post(QpHandle h, Message m)
 	return msn;
 }
 
-void Engine::set_rate(QpHandle h, uint64_t bps)
+void Shard::set_rate(QpHandle h, uint64_t bps)
 {
 	qps_[h]->limit_bps = bps;
 	apply_cc(*qps_[h], now_src_->now_ns());
 }
 
-void Engine::set_window(QpHandle h, uint64_t bytes)
+void Shard::set_window(QpHandle h, uint64_t bytes)
 {
 	qps_[h]->snd.set_window(bytes);
 	schedule(*qps_[h], now_src_->now_ns());
 }
 
-const HostCounters &Engine::host_counters(const std::string &host)
+const HostCounters &Shard::host_counters(const std::string &host)
 {
 	Host &h = *hosts_[host_by_name_.at(host)];
 	for (int i = 0; i < 8; i++)
@@ -431,7 +436,7 @@ const HostCounters &Engine::host_counters(const std::string &host)
 	return h.c;
 }
 
-std::vector<std::string> Engine::host_names() const
+std::vector<std::string> Shard::host_names() const
 {
 	std::vector<std::string> v;
 	for (const auto &h : hosts_)
@@ -439,12 +444,11 @@ std::vector<std::string> Engine::host_names() const
 	return v;
 }
 
-const SenderStats &Engine::sender_stats(QpHandle h) const { return qps_[h]->snd.stats(); }
-cc::CounterList Engine::cc_counters(QpHandle h) const { return qps_[h]->ctl->counters(); }
-const ReceiverStats &Engine::receiver_stats(QpHandle h) const { return qps_[h]->rcv.stats(); }
-Endpoint Engine::endpoint(const std::string &host) const { return hosts_[host_by_name_.at(host)]->ep; }
+const SenderStats &Shard::sender_stats(QpHandle h) const { return qps_[h]->snd.stats(); }
+cc::CounterList Shard::cc_counters(QpHandle h) const { return qps_[h]->ctl->counters(); }
+const ReceiverStats &Shard::receiver_stats(QpHandle h) const { return qps_[h]->rcv.stats(); }
 
-uint64_t Engine::next_deadline(uint64_t now)
+uint64_t Shard::next_deadline(uint64_t now)
 {
 	uint64_t d = next_timer_scan_;
 	for (const auto &hp : hosts_) {
@@ -474,7 +478,7 @@ uint64_t Engine::next_deadline(uint64_t now)
 	return d;
 }
 
-void Engine::end_long_streak()
+void Shard::end_long_streak()
 {
 	if (!long_streak_)
 		return;
@@ -487,7 +491,7 @@ void Engine::end_long_streak()
 	long_streak_ = 0;
 }
 
-void Engine::sleep_until_wall(uint64_t wall_deadline)
+void Shard::sleep_until_wall(uint64_t wall_deadline)
 {
 	auto *ring = static_cast<io_uring *>(ring_);
 	uint64_t now = mono_wall_ns();
@@ -528,13 +532,13 @@ void Engine::sleep_until_wall(uint64_t wall_deadline)
 	io_uring_submit(ring);
 }
 
-void Engine::rearm_timers(const Qp &q)
+void Shard::rearm_timers(const Qp &q)
 {
 	next_timer_scan_ = std::min({next_timer_scan_, q.snd.deadline(), q.ctl->next_timer(),
 				     q.np ? q.np->next_timer() : UINT64_MAX});
 }
 
-void Engine::fire_timers(uint64_t now)
+void Shard::fire_timers(uint64_t now)
 {
 	// next_timer_scan_ is the earliest deadline of any QP's RTO, controller or notification
 	// point: every event that can move one calls rearm_timers, so a timer armed from an event
@@ -561,7 +565,7 @@ void Engine::fire_timers(uint64_t now)
 	next_timer_scan_ = std::max(next, now + 1);
 }
 
-uint64_t Engine::step(uint64_t now, const std::function<uint64_t(uint64_t)> &tick)
+uint64_t Shard::step(uint64_t now, const std::function<uint64_t(uint64_t)> &tick)
 {
 	for (auto &h : hosts_)
 		rx_host(*h, now);
@@ -576,7 +580,7 @@ uint64_t Engine::step(uint64_t now, const std::function<uint64_t(uint64_t)> &tic
 	return std::min({next_deadline(now), app_next, qsample_ns_ ? next_qsample_ : UINT64_MAX});
 }
 
-void Engine::run(const std::function<bool()> &done, uint64_t until_ns,
+void Shard::run(const std::function<bool()> &done, uint64_t until_ns,
 		 const std::function<uint64_t(uint64_t)> &tick)
 {
 	expect_wall_ = 0;

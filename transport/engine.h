@@ -24,12 +24,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <random>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -82,6 +84,13 @@ struct EngineOptions {
 					    // threshold, and kick jitter flagged about half of them
 					    // (docs/experiments.md "Fast windows at the arrivals")
 	std::vector<std::string> only_hosts; // serve these hosts only (empty = every host)
+	// Shards: threads of the engine, each with its own hosts and cables (plan_shards), loop,
+	// sockets, timers and health, and so each with the kernel path of the frames it kicks on
+	// its own CPU. 0: one per CPU this process may run on (at most one per host or cable);
+	// 1: one thread, as before shards existed (docs/transport.md "Shards").
+	uint32_t shards = 1;
+	// Pin shard k's thread to the k-th CPU this process may run on, for the duration of run().
+	bool pin_shards = true;
 	// Store and forward on host links and cables (common.md §4's base RTT: a full frame's
 	// serialization per hop): the far end sees a frame when its last bit arrives, one
 	// serialization at the link rate after the pacer or the switch's HTB started it. Off: at its
@@ -146,6 +155,38 @@ struct PortPool {
 enum class Signal : uint8_t { Cnp, Bts, Postcard, Count };
 std::string to_string(Signal s);
 
+// The path between two hosts: base RTT (common.md §4) and bottleneck rate (fabric).
+struct PathInfo {
+	bool ok = false;
+	uint64_t base_rtt_ns = 0;
+	uint64_t bottleneck_bps = 0;
+	uint32_t mtu = 0; // the smallest IP MTU along the path (segments must fit every link)
+};
+
+// Return: true when the engine serves host `name` (EngineOptions::only_hosts).
+bool engine_serves(const EngineOptions &o, const std::string &name);
+
+// What one shard serves (Engine, plan_shards): per EngineDesc::hosts and ::cables entry, 1 when
+// it is this shard's (empty: every one). The owner (shard 0) reads what is the machine's or
+// the fabric's: the switch monitors' rings and links, softnet counters, queue samples.
+struct ShardRole {
+	size_t index = 0, count = 1;
+	std::vector<char> hosts, cables;
+	bool owner = true;
+};
+
+// The split of an engine's hosts and cables between `n` shards: hosts in the description's order
+// (a rack's and a pod's hosts are contiguous there) in blocks whose sizes differ by at most one,
+// cables likewise (a cable, both its ends, is one unit). Hosts the engine does not serve
+// (`served` false) go to no shard (-1). `n` is capped at the number of served hosts plus
+// cables (at least 1). Return: per host and per cable, its shard; `shards` the count used.
+struct ShardPlan {
+	size_t shards = 1;
+	std::vector<int> host, cable;
+};
+ShardPlan plan_shards(const EngineDesc &d, const std::vector<bool> &served, size_t n);
+
+
 // Queue depth samples of one switch egress port (bytes in its queue: charged at enqueue,
 // released at dequeue by the switch programs), taken at a fixed fabric-time interval.
 struct QueueSeries {
@@ -190,6 +231,7 @@ NamedCounters host_counters_by_name(const HostCounters &c);
 class Histogram {
 public:
 	void add(uint64_t v);
+	void merge(const Histogram &o);
 	uint64_t count() const { return n_; }
 	uint64_t max() const { return max_; }
 	// Return: an upper bound of the p-quantile (0..1).
@@ -237,6 +279,7 @@ struct SwitchLink {
 
 struct Health {
 	bool valid = true;
+	size_t hosts = 0;                   // hosts served
 	std::vector<std::string> reasons;   // why invalid
 	bool cpu_bound = false;             // a reason a larger D removes: the engine's CPU did not keep
 					    // the pace (lateness, lost link time, TX frames held or
@@ -288,6 +331,19 @@ struct Health {
 	std::string to_text() const;
 };
 
+// The verdict on an engine's health (merged over its shards): the switches' links summed and
+// their worst named, then every validity rule (docs/experiments.md "Validity"). Sets valid,
+// reasons and cpu_bound.
+void judge_health(Health &r, const EngineOptions &opt);
+
+class Shard;
+
+// The host engine: its shards (EngineOptions::shards), one thread each during run(), behind
+// one API. A QP's two halves live on the shards of their hosts; its handle here names both.
+// A post for a QP of another shard than the caller's goes into that shard's inbox (woken by an
+// eventfd); the completion and delivery callbacks, `tick` and `done` run under one lock, so a
+// caller's callbacks never run at the same time. With one shard all of it is one thread, as
+// before shards existed.
 class Engine {
 public:
 	// Open the ports of every host (and cable) `desc` names and its switch monitors, with
@@ -301,7 +357,8 @@ public:
 	void release_ports(PortPool &pool);
 	// An engine with fabric time read from `clock` (not owned; it must outlive the engine):
 	// drive it with step(); nothing sleeps, no io_uring, no monitors, no liveness checks.
-	// Tests run the receive and transmit paths this way on FakePorts (tests/unit/test_engine.cc).
+	// Tests run the receive and transmit paths this way on FakePorts (tests/unit/test_engine.cc);
+	// with several shards, step() runs each shard's pass in turn on the caller's thread.
 	static Result<std::unique_ptr<Engine>> open_on(const EngineDesc &desc, const Dilation &d,
 						       const EngineOptions &o, const Clock &clock,
 						       PortPool *pool = nullptr);
@@ -313,7 +370,8 @@ public:
 	// returned handle go a -> b; `peer(h)` posts b -> a.
 	Result<QpHandle> connect(const std::string &a, const std::string &b, const QpOptions &o);
 	QpHandle peer(QpHandle h) const;
-	// Queue a message. Return: its msn on that QP.
+	// Queue a message (from any thread: a shard's callback, `tick`, or the caller outside a
+	// run). Return: its msn on that QP.
 	uint64_t post(QpHandle h, Message m);
 	// A static rate limit (0 = none) under the controller's rate, and a window (0 = none) of a QP.
 	void set_rate(QpHandle h, uint64_t bps);
@@ -321,23 +379,27 @@ public:
 
 	// Run the loop until `done()` (checked every iteration) or fabric time `until_ns`.
 	// `tick(now)` runs every iteration before transmission and returns the fabric time it
-	// wants to run next (UINT64_MAX: whenever).
+	// wants to run next (UINT64_MAX: whenever). With several shards, shard 0 runs on the
+	// caller's thread with `done` and `tick`, every other shard on a thread of its own.
 	void run(const std::function<bool()> &done, uint64_t until_ns,
 		 const std::function<uint64_t(uint64_t)> &tick = {});
 	// One pass of the event loop at fabric time `now`: receive, `tick`, due timers, transmit,
-	// queue samples. Return: the fabric time the engine next needs a pass (a frame's arrival
-	// can need one sooner).
+	// queue samples (every shard's, in turn). Return: the fabric time the engine next needs a
+	// pass (a frame's arrival can need one sooner).
 	uint64_t step(uint64_t now, const std::function<uint64_t(uint64_t)> &tick = {});
-	uint64_t now_ns() const { return now_src_->now_ns(); }
+	uint64_t now_ns() const;
 	// Return: true when run() stopped because the fabric was taken down (EngineDesc::alive).
-	bool topology_gone() const { return topology_gone_; }
-	const DilatedClock &clock() const { return clock_; }
+	bool topology_gone() const;
+	const DilatedClock &clock() const;
 
+	// Called on the thread of the shard that serves the QP's host, under the engine's lock.
 	std::function<void(QpHandle, const Completion &)> on_complete;
 	std::function<void(QpHandle, const Delivery &)> on_deliver;
 
 	// Start counting health from now (call before the measured part of a run).
 	Status health_begin();
+	// Every shard's figures merged (counts summed, worst and maximum kept, quantiles as the
+	// largest shard's: an upper bound) and judged once (judge_health).
 	Health health();
 	const HostCounters &host_counters(const std::string &host);
 	std::vector<std::string> host_names() const;
@@ -346,296 +408,92 @@ public:
 	cc::CounterList cc_counters(QpHandle h) const;
 	const ReceiverStats &receiver_stats(QpHandle h) const;
 	uint32_t qpn(QpHandle h) const;
-	// The path between two served hosts: base RTT (common.md §4) and bottleneck rate (fabric).
-	struct PathInfo {
-		bool ok = false;
-		uint64_t base_rtt_ns = 0;
-		uint64_t bottleneck_bps = 0;
-		uint32_t mtu = 0; // the smallest IP MTU along the path (segments must fit every link)
-	};
+	using PathInfo = tp::PathInfo;
 	PathInfo path(const std::string &a, const std::string &b) const;
 	// The smallest and largest base RTT over every pair of served hosts (network-wide: what SFC's
 	// BDP and PB-FS's datacenter RTT are derived from), fabric ns, at least 1 us.
-	uint64_t min_base_rtt_ns() const { return min_rtt_ns_; }
-	uint64_t max_base_rtt_ns() const { return max_rtt_ns_; }
+	uint64_t min_base_rtt_ns() const;
+	uint64_t max_base_rtt_ns() const;
 	bool icrc() const { return opt_.icrc; }
 	// Sample the egress queue of `port` (an ifname) on switch `sw` every `interval_ns` of fabric
 	// time while the loop runs (its probe in the description). Errors name the switch or port.
 	Status sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns);
 	// Every queue the description has a probe for.
 	Status sample_all_queues(uint64_t interval_ns);
-	const std::vector<QueueSeries> &queue_series() const { return qseries_; }
+	const std::vector<QueueSeries> &queue_series() const;
 	// Bytes of data frames received by all hosts so far, sampled with the queues (engine ns,
 	// bytes): the fabric's delivered throughput over time.
-	const std::vector<std::pair<uint64_t, uint64_t>> &rx_series() const { return rx_series_; }
-	void clear_queue_series()
-	{
-		for (auto &q : qseries_)
-			q.samples.clear();
-		rx_series_.clear();
-	}
+	const std::vector<std::pair<uint64_t, uint64_t>> &rx_series() const;
+	void clear_queue_series();
 	// Signal loop delays (fabric ns): from the (latest) send of the PSN a signal names to the
 	// engine's reaction to it, over every QP.
-	const Histogram &loop_delay(Signal s) const { return loop_delay_[size_t(s)]; }
+	const Histogram &loop_delay(Signal s) const;
 	// The BTS loop split by the BTS's origin field (qn_abi.h enum qn_bts_origin: 0 the congested
 	// queue's switch, 1 a pause cache, 2 an estimator; 3 = any other value).
 	static constexpr size_t kBtsOrigins = 4;
-	const Histogram &bts_loop_by_origin(size_t origin) const { return bts_loop_origin_[std::min(origin, kBtsOrigins - 1)]; }
+	const Histogram &bts_loop_by_origin(size_t origin) const;
 	// The fabric time a QP's flow control last held it until (0 or a past time: not paused).
-	uint64_t paused_until(QpHandle h) const { return qps_[h]->pause_until; }
+	uint64_t paused_until(QpHandle h) const;
 	// The fabric time its flow control paused it (a pause in progress counts to its planned end).
-	uint64_t paused_ns(QpHandle h) const { return qps_[h]->paused_ns; }
+	uint64_t paused_ns(QpHandle h) const;
 	// The QP's retransmission deadline (fabric ns; UINT64_MAX: none armed).
-	uint64_t rto_deadline(QpHandle h) const { return qps_[h]->snd.deadline(); }
+	uint64_t rto_deadline(QpHandle h) const;
 	// The periods since health_begin() when the emulator was not the fabric it models
-	// (fidelity.h): loop stalls (every host), and per host the link time its pacer lost and
-	// the sends later than the lateness bound (late_p99_frac x base RTT). Engine fabric time.
+	// (fidelity.h): loop stalls (a shard's touch its own hosts, or every host when it serves a
+	// cable), and per host the link time its pacer or its switch port lost and the sends later
+	// than the lateness bound (late_p99_frac x base RTT). Engine fabric time.
 	Affected affected() const;
 	// The controller's current output for a QP.
-	const cc::Output &cc_output(QpHandle h) const { return qps_[h]->out; }
+	const cc::Output &cc_output(QpHandle h) const;
 	// The rate trace of a QP connected with QpOptions::trace (empty otherwise).
-	const std::vector<RatePoint> &trace(QpHandle h) const { return qps_[h]->trace_points; }
+	const std::vector<RatePoint> &trace(QpHandle h) const;
 	// The controller's parameters in effect for a QP, one line.
-	std::string cc_describe(QpHandle h) const { return qps_[h]->cc_describe; }
+	std::string cc_describe(QpHandle h) const;
 	Endpoint endpoint(const std::string &host) const;
-	size_t cable_count() const { return cables_.size(); }
+	size_t cable_count() const;
 	// UMEM chunks per socket as opened (fitted to the machine: resources.h frames_to_fit).
 	uint32_t frames_per_port() const { return opt_.frames_per_port; }
 	const EngineDesc &desc() const { return desc_; }
+	// Shards and which one serves a host (-1: none).
+	size_t shard_count() const { return shards_.size(); }
+	int shard_of(const std::string &host) const;
 
 private:
-	struct Held {
-		uint64_t release_ns;
-		uint64_t addr;
-		uint32_t len;
-		bool backlogged = false; // the pacer's: it followed the previous frame back to back
+	struct QpRef {
+		uint32_t shard = 0;
+		QpHandle local = 0;
+		QpHandle peer = 0;   // the engine handle of its peer
+		uint64_t posted = 0; // messages posted (the next msn)
 	};
-	struct CtrlFrame {
-		std::array<uint8_t, 128> b;
-		uint16_t len;
-	};
-	struct Host;
-	struct Qp;
-	// An entry of a host's TX scheduler; stale when the QP was rescheduled since (gen).
-	struct SchedRef {
-		Qp *q;
-		uint32_t gen;
-	};
-	// When a sent PSN left (for signal loop delays): a ring by PSN.
-	struct SentStamp {
-		uint32_t psn = UINT32_MAX;
-		uint64_t ns = 0;
-	};
-	static constexpr size_t kSentRing = 1024;
-	struct Qp {
-		QpHandle id = 0;
-		size_t host = 0;
-		QpHandle peer = 0;
-		Endpoint dst;
-		QpSender snd;
-		QpReceiver rcv;
-		uint64_t rate_bps = 0;       // the limiter's rate: min(static limit, controller); 0 = link
-		uint64_t limit_bps = 0;      // static limit (QpOptions::rate_bps, set_rate); 0 = none
-		uint32_t mtu = QN_DEFAULT_MTU; // the path MTU its segments fit
-		uint64_t next_ok_ns = 0;
-		uint32_t last_wire = 0;      // the last data packet's wire bytes (its gap is re-paced)
-		bool scheduled = false;      // in its host's active list or wheel
-		uint32_t sched_gen = 0;      // bumped when its scheduler entry is replaced
-		uint64_t pause_until = 0;    // flow control: sends nothing before this (fabric ns)
-		bool hold_rto = true;        // QpOptions::hold_rto_in_pause
-		uint64_t paused_ns = 0;      // fabric time flow control paused it (a pause in progress
-					     // counts to its planned end)
-		uint64_t cur_msn = UINT64_MAX; // the message its last packet belonged to
-		std::unique_ptr<std::array<SentStamp, kSentRing>> sent; // allocated at the first send
-		std::unique_ptr<cc::Controller> ctl;      // this QP's sending side
-		std::unique_ptr<cc::NotificationPoint> np; // this QP's receiving side (may be null)
-		cc::Output out;              // the controller's last output
-		bool trace = false;
-		std::vector<RatePoint> trace_points;
-		uint64_t acked_bytes = 0;
-		std::string cc_describe;
-		Qp(const QpConfig &c, bool keep, bool verify, bool hash) : snd(c), rcv(c, keep, verify, hash) {}
-	};
-	struct Host {
-		int node = -1;
-		std::string name;
-		Endpoint ep;
-		Mac gw{};
-		uint64_t link_bps = 0, delay_ns = 0;
-		double error_rate = 0;
-		std::unique_ptr<FramePort> port;
-		std::function<Result<uint64_t>()> port_drops; // its interface's drops (HostDesc)
-		LinkPacer pacer;
-		bool backlogged = false;
-		std::deque<CtrlFrame> ctrl;
-		TxScheduler<SchedRef> sched;   // ready QPs + rate-limited or paused QPs in the wheel
-		std::deque<Held> txline, rxline;
-		uint64_t paused_until[8] = {};
-		uint64_t pause_start[8] = {};
-		uint16_t ip_id = 0;
-		HostCounters c;
-		uint64_t ser_ns = 0, lost_ns = 0; // while backlogged: link time used and lost (efficiency)
-		uint32_t pushed = 0;           // frames handed to the port in this pump (kick timing)
-		int kick_backlogged = -1;      // the first pushed frame's backlogged flag (-1: none yet)
-		IntervalSet affected;          // periods its link lost time or sent later than the bound
-		qn_fid_port *fid = nullptr;    // its switch port's fidelity monitor (mmap), if any
-	};
-	// A switch's fidelity monitor (bpf/include/fidmon.h), read by the engine: the mmapped
-	// qn_fid array and the qn_fid_events ring of lost periods.
-	struct SwitchMon {
-		std::string name;
-		qn_fid_port *ports = nullptr; // QN_MAX_PORTS entries
-		size_t map_len = 0;
-		void *rb = nullptr;           // struct ring_buffer *
-		std::vector<int> peer_host;   // per port_no: index into hosts_ of the host it faces, -1
-		std::vector<std::string> port_name;
-		Engine *engine = nullptr;
-		std::vector<IntervalSet> lost_at; // per port_no * 2 + direction: the lost periods posted
-						  // since health_begin (engine fabric ns)
-	};
-	struct Cable {
-		std::string name;
-		uint64_t delay_ns = 0;
-		uint64_t rate_bps = 0;
-		double error_rate = 0;
-		std::unique_ptr<FramePort> end[2];
-		std::deque<Held> line[2];       // frames received on end i, to leave on end 1-i
-		uint64_t frames = 0, dropped = 0; // dropped: lost to the link's error rate
-	};
-
-	Engine(const EngineDesc &desc, const Dilation &d, const EngineOptions &o);
-	// Every served host's port and both ends of every cable; with `pool`, taken from it where
-	// it holds them (take_port).
-	Status open_ports(PortPool *pool);
-	Status open_hosts_and_cables();
-	// A port for `key` from pool_ (drained), else opened with `open`.
-	Result<std::unique_ptr<FramePort>> take_port(const std::string &key, const PortOpen &open);
-	Status start_io();
-	// The sockets the loop polls (hosts, then both ends of every cable) and the fd of one, by
-	// its io_uring tag.
-	size_t io_sockets() const;
-	int io_fd(size_t tag) const;
-	Status finish_open();
-	// Return: the fabric arrival time of a received frame (its XDP stamp, else now).
-	uint64_t arrival(const FramePort &p, uint64_t addr, uint64_t now) const;
-	void rx_host(Host &h, uint64_t now);
-	void process(Host &h, const uint8_t *f, uint32_t len, uint64_t now);
-	// One handler per frame kind (engine_rx.cc).
-	void on_data(Host &h, Qp &q, const Packet &p, uint32_t len, uint64_t now);
-	void on_ack(Qp &q, const Packet &p, uint64_t now);
-	void on_cnp(Host &h, Qp &q, const Packet &p, uint64_t now);
-	void on_pfc(Host &h, const Packet &p, uint64_t now);
-	void on_bts(Host &h, const Packet &p, uint64_t now);
-	void on_postcard(Host &h, const Packet &p, uint64_t now);
-	// The sending QP of host h a signal names: by its UDP source port (the sender's QPN), else
-	// by the receiver's QPN and address it carries. Return: null when none.
-	Qp *signal_qp(Host &h, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip);
-	// signal_qp, then count the signal (or the miss) and record its loop delay.
-	// Return: the QP, or null when it names none of this host's.
-	Qp *signal_target(Host &h, Signal s, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip, uint32_t psn,
-			  uint64_t now);
-	// Record a signal's loop delay for the PSN it names.
-	void loop_sample(Signal s, const Qp &q, uint32_t psn, uint64_t now);
-	// After an event that may have moved a controller's or NP's timer: the next timer pass
-	// comes no later than the earliest of them.
-	void rearm_timers(const Qp &q);
-	void fire_timers(uint64_t now);
-	void rx_cable(Cable &c, uint64_t now);
-	void pump(Host &h, uint64_t now);
-	void emit(Host &h, uint64_t addr, uint32_t len, uint64_t start, bool backlogged);
-	void push_frame(Host &h, const Held &f);
-	// The switches' fidelity monitors (engine_fidelity.cc).
-	Status open_switch_monitors();
-	void close_switch_monitors();
-	void reset_switch_monitors();
-	// Append the monitors' links to r.switch_links: since health_begin() in fabric ns, or
-	// (since_begin false) every entry's raw counters, the base.
-	void switch_monitor_health(Health &r, bool since_begin = true) const;
-	void poll_switch_monitors();
-	static int on_fid_event(void *ctx, void *data, size_t len);
-
-	void schedule(Qp &q, uint64_t now);
-	// Return: true when a QP of h may send now (drops stale entries, parks paused QPs).
-	bool data_ready(Host &h, uint64_t now);
-	bool paused(const Host &h, int prio, uint64_t now) const;
-	void settle_pause(Host &h, int prio, uint64_t now);
-	TxHeader control_header(Host &h, const Qp &q);
-	void queue_ack(Host &h, Qp &q, const AckOut &a);
-	void queue_cnp(Host &h, Qp &q, const cc::CnpOut &c);
-	// Read the controller's output into the QP's rate limiter and window (and its trace).
-	void apply_cc(Qp &q, uint64_t now);
-	uint64_t next_deadline(uint64_t now);
-	void sleep_until_wall(uint64_t wall_deadline);
-	// Return: the smallest and largest base RTT over served host pairs.
-	std::pair<uint64_t, uint64_t> rtt_range() const;
-	// The paths from one node to every node (one search; index = node).
-	std::vector<PathInfo> paths_from(int src_node) const;
-	PathInfo path_from(int src_node, int dst_node) const;
+	struct Inbox;
+	Engine(const EngineDesc &desc, const EngineOptions &o);
+	// The chunk count every shard opens with, fitted to the machine (resources.h) for the whole
+	// engine's sockets; a pool of another count is cleared.
+	Status fit_ports(PortPool *pool);
+	Status open_shards(const Dilation &d, PortPool *pool, const Clock *fake);
+	void wire_callbacks();
+	uint64_t drain_inbox(size_t k);
+	Shard &owner() const { return *shards_[0]; }
+	Shard &of(QpHandle h) const { return *shards_[qps_[h].shard]; }
 
 	EngineDesc desc_;
-	std::vector<std::vector<int>> adj_; // per node: the links (indices into desc_.links) it has
-	Dilation dil_;
 	EngineOptions opt_;
-	DilatedClock clock_;
-	const Clock *now_src_ = &clock_;    // fabric time for the control plane (clock_ or a test's)
-	bool io_ = true;                    // real ports: io_uring waits, topology liveness checks
-	std::vector<std::unique_ptr<Host>> hosts_;
-	std::map<std::string, size_t> host_by_name_;
-	std::vector<std::unique_ptr<Cable>> cables_;
-	std::vector<std::unique_ptr<Qp>> qps_;
-	std::unordered_map<uint32_t, Qp *> by_qpn_;
+	std::vector<std::unique_ptr<Shard>> shards_;
+	std::vector<std::unique_ptr<Inbox>> inbox_;
+	std::map<std::string, int> shard_of_host_;
+	std::vector<QpRef> qps_;
+	std::vector<std::vector<QpHandle>> global_; // per shard: local handle -> engine handle
 	uint32_t next_qpn_ = 0x100;
 	uint32_t qpns_made_ = 0;            // QP numbers this engine gave out (at most 0x3F00)
-	PortPool *pool_ = nullptr;          // during open_ports only: where ports may come from
-	std::mt19937_64 rng_{0x71756e6368ULL}; // link error draws (fixed seed: runs are repeatable)
-	// Return: true when a frame is lost to error rate p.
-	bool lose(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
-	uint64_t next_timer_scan_ = 0;
-	uint64_t next_alive_check_ = 0;     // wall ns
-	bool topology_gone_ = false;
-	std::vector<size_t> qprobes_;       // sampled queues: indices into desc_.queues
-	std::vector<QueueSeries> qseries_;
-	std::vector<std::pair<uint64_t, uint64_t>> rx_series_;
-	uint64_t qsample_ns_ = 0, next_qsample_ = 0;
-	void sample_queues(uint64_t now);
-	std::array<Histogram, size_t(Signal::Count)> loop_delay_;
-	std::array<Histogram, kBtsOrigins> bts_loop_origin_;
-	// Min and max base RTT over served host pairs (the fabric handed to schemes).
-	uint64_t min_rtt_ns_ = 0, max_rtt_ns_ = 0;
-	void *ring_ = nullptr;              // io_uring (opaque here)
-	bool ring_ok_ = false;
-	std::vector<uint64_t> rearm_;       // socket polls to re-arm (ones the kernel refused stay)
-	uint64_t rearm_failed_ = 0;         // re-arms deferred to a later wait
-	// health
-	Histogram late_;
-	Histogram kick_wall_, pass_wall_;   // wall ns of kicks that carried frames, of passes that sent
-	uint64_t frames_sent_ = 0;          // frames every host handed to its link (passes that sent)
-	uint64_t frames_rcvd_ = 0;          // frames taken from every host and cable socket
-	uint64_t busy_wall_ns_ = 0;         // wall time of the passes that sent or received (since health_begin)
-	IntervalSet stalled_;               // loop stalls, engine fabric time (every host)
-	IntervalSet sw_lost_all_;           // lost periods at switch-facing departures (every flow)
-	std::vector<std::unique_ptr<SwitchMon>> swmons_;
-	std::vector<SwitchLink> sw_base_;     // the monitors' counters at health_begin()
-	uint64_t next_fid_poll_ = 0;        // wall ns
-	uint64_t late_bound_ns_ = 0;        // a send later than this is an affected period (fabric)
-	uint64_t stalls_ = 0, stall_max_ = 0, iters_ = 0, sleeps_ = 0;
-	uint64_t long_pass_wall_ns_ = 0;    // Health::long_pass_wall_ns (0: no monitored host)
-	uint64_t long_streak_ = 0, streak_from_ = 0, streak_to_ = 0; // the current run of long passes (wall)
-	uint64_t pass_stops_ = 0, overload_passes_ = 0, moved_passes_ = 0;
-	void end_long_streak();
-	uint64_t stall_thr_wall_ = 0;
-	uint64_t expect_wall_ = 0;
-	// Kernel and socket counters summed over hosts and cables; health() reports the change
-	// since health_begin().
-	struct Totals {
-		uint64_t softnet_drops = 0, squeeze = 0, veth_drops = 0, xsk_drops = 0, tx_held = 0, tx_no_frame = 0;
-		uint64_t kicks = 0; // send calls on every port (hosts and cables)
-		uint32_t tx_peak = 0; // the most TX frames one port had in the kernel (a peak, not summed)
-	} base_;
-	Result<Totals> totals();
+	std::mutex cb_mu_;                  // callbacks, tick and done (several shards only)
+	std::atomic<bool> stop_{false};     // a shard's run ended: every shard stops
+	bool running_ = false;              // inside run() with several shards
+	mutable std::array<Histogram, size_t(Signal::Count)> loop_delay_;
+	mutable std::array<Histogram, kBtsOrigins> bts_loop_origin_;
 };
 
 // Softnet totals over CPUs from /proc/net/softnet_stat: dropped and time_squeeze.
 Result<std::pair<uint64_t, uint64_t>> read_softnet();
 
 } // namespace qn::tp
+

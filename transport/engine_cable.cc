@@ -1,12 +1,12 @@
 // engine_cable.cc - cables: inter-switch links with propagation delay, one delay line each
 // way, order preserving (DESIGN.md §1).
-#include "transport/engine.h"
+#include "transport/shard.h"
 
 #include <cstring>
 
 namespace qn::tp {
 
-void Engine::rx_cable(Cable &c, uint64_t now)
+void Shard::rx_cable(Cable &c, uint64_t now)
 {
 	uint64_t addr[64];
 	uint32_t len[64];

@@ -4,7 +4,7 @@
 // periods the switches post (qn_fid_events) as affected periods in fabric time, and reads the
 // monitors' counters into Health.
 #include "common/abi.h"
-#include "transport/engine.h"
+#include "transport/shard.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -26,7 +26,7 @@ size_t fid_map_len()
 
 } // namespace
 
-Status Engine::open_switch_monitors()
+Status Shard::open_switch_monitors()
 {
 	for (const MonitorDesc &md : desc_.monitors) {
 		if (!md.open)
@@ -38,6 +38,7 @@ Status Engine::open_switch_monitors()
 		m->name = md.name;
 		m->engine = this;
 		m->peer_host.assign(QN_MAX_PORTS, -1);
+		m->peer_name.assign(QN_MAX_PORTS, "");
 		m->lost_at.assign(2 * QN_MAX_PORTS, IntervalSet());
 		m->port_name.assign(QN_MAX_PORTS, "");
 		m->map_len = fid_map_len();
@@ -60,6 +61,7 @@ Status Engine::open_switch_monitors()
 			m->port_name[i] = md.port_label[i];
 			if (i >= md.port_host.size() || md.port_host[i].empty())
 				continue;
+			m->peer_name[i] = md.port_host[i];
 			auto it = host_by_name_.find(md.port_host[i]);
 			if (it != host_by_name_.end()) {
 				m->peer_host[i] = int(it->second);
@@ -71,7 +73,19 @@ Status Engine::open_switch_monitors()
 	return ok_status();
 }
 
-void Engine::close_switch_monitors()
+void Shard::attach_monitors(const Shard &owner)
+{
+	for (const auto &m : owner.swmons_)
+		for (size_t i = 0; i < QN_MAX_PORTS; i++) {
+			if (m->peer_name[i].empty())
+				continue;
+			auto it = host_by_name_.find(m->peer_name[i]);
+			if (it != host_by_name_.end())
+				hosts_[it->second]->fid = &m->ports[i];
+		}
+}
+
+void Shard::close_switch_monitors()
 {
 	for (auto &h : hosts_) { // no kick of ours is in flight any more
 		if (h->fid)
@@ -89,32 +103,33 @@ void Engine::close_switch_monitors()
 
 // Health counts from here: drop the lost periods an earlier run left in the rings and take
 // the counters as the base (the monitors run on; nothing is written under the BPF writers).
-void Engine::reset_switch_monitors()
+void Shard::reset_switch_monitors()
 {
 	poll_switch_monitors();
 	sw_lost_all_.clear();
+	foreign_affected_.clear();
 	for (auto &m : swmons_)
 		for (auto &s : m->lost_at)
 			s.clear();
 	Health h;
-	switch_monitor_health(h, false);
+	switch_monitor_health(h, IntervalSet(), false);
 	sw_base_ = std::move(h.switch_links);
 }
 
-void Engine::poll_switch_monitors()
+void Shard::poll_switch_monitors()
 {
 	for (auto &m : swmons_)
 		ring_buffer__consume(static_cast<ring_buffer *>(m->rb));
 }
 
-int Engine::on_fid_event(void *ctx, void *data, size_t len)
+int Shard::on_fid_event(void *ctx, void *data, size_t len)
 {
 	auto *m = static_cast<SwitchMon *>(ctx);
 	if (len < sizeof(qn_fid_event))
 		return 0;
 	qn_fid_event ev;
 	std::memcpy(&ev, data, sizeof(ev));
-	Engine &e = *m->engine;
+	Shard &e = *m->engine;
 	if (ev.port_no >= QN_MAX_PORTS || ev.to_ns <= ev.from_ns)
 		return 0;
 	const uint64_t from = e.clock_.to_fabric(ev.from_ns), to = e.clock_.to_fabric(ev.to_ns);
@@ -122,13 +137,18 @@ int Engine::on_fid_event(void *ctx, void *data, size_t len)
 	m->lost_at[ev.port_no * 2 + (ev.dir & 1)].add(from, to);
 	if (h >= 0)
 		e.hosts_[size_t(h)]->affected.add(from, to); // its link, either direction
+	else if (!m->peer_name[ev.port_no].empty())
+		e.foreign_affected_[m->peer_name[ev.port_no]].add(from, to); // another shard's host
 	else
 		e.sw_lost_all_.add(from, to); // between switches: any flow may cross it
 	return 0;
 }
 
-void Engine::switch_monitor_health(Health &r, bool since_begin) const
+void Shard::switch_monitor_health(Health &r, const IntervalSet &other_stalls, bool since_begin) const
 {
+	IntervalSet stalls = other_stalls; // any shard's stall excuses a link's lost time
+	for (const auto &[a, b] : stalled_.intervals())
+		stalls.add(a, b);
 	const double d = double(clock_.d_milli()) / 1000.0;
 	size_t k = 0;
 	for (const auto &m : swmons_) {
@@ -166,7 +186,7 @@ void Engine::switch_monitor_health(Health &r, bool since_begin) const
 					l.lost_ns = uint64_t(double(l.lost_ns) / d);
 					uint64_t in_stalls = 0;
 					for (const auto &[from, to] : m->lost_at[size_t(i) * 2 + size_t(dir)].intervals())
-						in_stalls += stalled_.covered(from, to);
+						in_stalls += stalls.covered(from, to);
 					l.lost_stalled_ns = std::min(l.lost_ns, in_stalls);
 				}
 				r.switch_links.push_back(l);

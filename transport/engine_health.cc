@@ -1,6 +1,6 @@
 // engine_health.cc - the engine's measurements: latency histograms, the validity verdict (health) and
 // the switch queue samples (engine.h).
-#include "transport/engine.h"
+#include "transport/shard.h"
 
 #include <bpf/bpf.h>
 #include <algorithm>
@@ -35,6 +35,14 @@ void Histogram::add(uint64_t v)
 	b_[bucket(v)]++;
 	n_++;
 	max_ = std::max(max_, v);
+}
+
+void Histogram::merge(const Histogram &o)
+{
+	for (size_t i = 0; i < b_.size(); i++)
+		b_[i] += o.b_[i];
+	n_ += o.n_;
+	max_ = std::max(max_, o.max_);
 }
 
 uint64_t Histogram::quantile(double p) const
@@ -125,7 +133,7 @@ Result<std::pair<uint64_t, uint64_t>> read_softnet()
 	return std::make_pair(drops, squeeze);
 }
 
-Status Engine::sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns)
+Status Shard::sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns)
 {
 	bool sw_known = false;
 	size_t qi = desc_.queues.size();
@@ -149,14 +157,14 @@ Status Engine::sample_queue(const std::string &sw, const std::string &port, uint
 	return ok_status();
 }
 
-Status Engine::sample_all_queues(uint64_t interval_ns)
+Status Shard::sample_all_queues(uint64_t interval_ns)
 {
 	for (const QueueDesc &q : desc_.queues)
 		QN_TRY(sample_queue(q.sw, q.port, interval_ns));
 	return ok_status();
 }
 
-void Engine::sample_queues(uint64_t now)
+void Shard::sample_queues(uint64_t now)
 {
 	for (size_t i = 0; i < qprobes_.size(); i++) {
 		auto depth = desc_.queues[qprobes_[i]].depth();
@@ -164,22 +172,24 @@ void Engine::sample_queues(uint64_t now)
 			continue;
 		qseries_[i].samples.emplace_back(now, *depth);
 	}
-	uint64_t rx = 0;
-	for (const auto &h : hosts_)
-		rx += h->c.rx_data_bytes;
+	uint64_t rx = rx_data_total(); // every shard's hosts: the fabric's delivered bytes
+	for (const Shard *p : peers_)
+		rx += p->rx_data_total();
 	rx_series_.emplace_back(now, rx);
 	// A late sample is taken late, never doubled up.
 	next_qsample_ = std::max(next_qsample_ + qsample_ns_, now + qsample_ns_ / 2);
 }
 
-Result<Engine::Totals> Engine::totals()
+Result<Shard::Totals> Shard::totals()
 {
-	auto sn = read_softnet();
-	if (!sn)
-		return sn.error();
 	Totals t;
-	t.softnet_drops = sn->first;
-	t.squeeze = sn->second;
+	if (role_.owner) { // the machine's: counted once, by the owner
+		auto sn = read_softnet();
+		if (!sn)
+			return sn.error();
+		t.softnet_drops = sn->first;
+		t.squeeze = sn->second;
+	}
 	for (const auto &h : hosts_) {
 		if (h->port_drops)
 			if (auto c = h->port_drops())
@@ -202,7 +212,7 @@ Result<Engine::Totals> Engine::totals()
 	return t;
 }
 
-Status Engine::health_begin()
+Status Shard::health_begin()
 {
 	auto t = totals();
 	if (!t)
@@ -227,43 +237,15 @@ Status Engine::health_begin()
 	return ok_status();
 }
 
-Health Engine::health()
+Health Shard::health(const IntervalSet &other_stalls)
 {
 	Health r;
 	poll_switch_monitors();
-	switch_monitor_health(r);
-	r.switch_monitored = !hosts_.empty();
+	switch_monitor_health(r, other_stalls);
+	r.switch_monitored = true; // every host of this shard (judge_health: and some host at all)
 	for (const auto &h : hosts_)
 		r.switch_monitored = r.switch_monitored && h->fid;
-	{
-		uint64_t bl[2] = {}, lost[2] = {}, win = 0, fast = 0;
-		double worst_eff[2] = {1.0, 1.0}, worst_fast = 0;
-		for (const SwitchLink &l : r.switch_links) {
-			const int d = l.departures ? 1 : 0;
-			win += l.windows;
-			fast += l.fast_windows;
-			r.sw_events_lost += l.events_lost;
-			if (l.kept_judged()) {
-				bl[d] += l.backlogged_ns;
-				lost[d] += l.lost_ns - std::min(l.lost_ns, l.lost_stalled_ns);
-				if (l.efficiency() < worst_eff[d]) {
-					worst_eff[d] = l.efficiency();
-					(d ? r.sw_departure_worst : r.sw_arrival_worst) = l.port;
-				}
-			} else if (l.lost_ns > l.lost_stalled_ns) {
-				r.sw_links_unjudged++;
-			}
-			if (l.frames < 100) // a worst link named with at least 100 backlogged frames
-				continue;
-			if (l.fast_frac() > worst_fast) {
-				worst_fast = l.fast_frac();
-				r.sw_fast_worst = l.port + (d ? " departures" : " arrivals");
-			}
-		}
-		r.sw_arrival_eff = bl[0] ? double(bl[0]) / double(bl[0] + lost[0]) : 1.0;
-		r.sw_departure_eff = bl[1] ? double(bl[1]) / double(bl[1] + lost[1]) : 1.0;
-		r.sw_fast_frac = win ? double(fast) / double(win) : 0.0;
-	}
+	r.hosts = hosts_.size();
 	r.d_milli = clock_.d_milli();
 	r.base_rtt_ns = opt_.base_rtt_ns;
 	r.late_p99_ns = late_.quantile(0.99);
@@ -310,6 +292,41 @@ Health Engine::health()
 		r.tx_frames_peak = t->tx_peak;
 	}
 	r.tx_frames_per_port = opt_.frames_per_port / 2;
+	return r;
+}
+
+void judge_health(Health &r, const EngineOptions &opt)
+{
+	r.switch_monitored = r.switch_monitored && r.hosts > 0;
+	{
+		uint64_t bl[2] = {}, lost[2] = {}, win = 0, fast = 0;
+		double worst_eff[2] = {1.0, 1.0}, worst_fast = 0;
+		for (const SwitchLink &l : r.switch_links) {
+			const int d = l.departures ? 1 : 0;
+			win += l.windows;
+			fast += l.fast_windows;
+			r.sw_events_lost += l.events_lost;
+			if (l.kept_judged()) {
+				bl[d] += l.backlogged_ns;
+				lost[d] += l.lost_ns - std::min(l.lost_ns, l.lost_stalled_ns);
+				if (l.efficiency() < worst_eff[d]) {
+					worst_eff[d] = l.efficiency();
+					(d ? r.sw_departure_worst : r.sw_arrival_worst) = l.port;
+				}
+			} else if (l.lost_ns > l.lost_stalled_ns) {
+				r.sw_links_unjudged++;
+			}
+			if (l.frames < 100) // a worst link named with at least 100 backlogged frames
+				continue;
+			if (l.fast_frac() > worst_fast) {
+				worst_fast = l.fast_frac();
+				r.sw_fast_worst = l.port + (d ? " departures" : " arrivals");
+			}
+		}
+		r.sw_arrival_eff = bl[0] ? double(bl[0]) / double(bl[0] + lost[0]) : 1.0;
+		r.sw_departure_eff = bl[1] ? double(bl[1]) / double(bl[1] + lost[1]) : 1.0;
+		r.sw_fast_frac = win ? double(fast) / double(win) : 0.0;
+	}
 	auto fail = [&](std::string why) {
 		r.valid = false;
 		r.reasons.push_back(std::move(why));
@@ -317,34 +334,34 @@ Health Engine::health()
 	// Where the switches measure every host link, their figures judge the run and the
 	// pacer's own lateness and efficiency are reported only; stalls and late periods tag the
 	// flows they touched (fidelity.h) instead of failing the run.
-	const uint64_t late_thr = uint64_t(opt_.late_p99_frac * double(opt_.base_rtt_ns));
+	const uint64_t late_thr = uint64_t(opt.late_p99_frac * double(opt.base_rtt_ns));
 	const bool late_bad = !r.switch_monitored && r.late_count >= 100 && r.late_p99_ns > late_thr;
-	const bool eff_bad = !r.switch_monitored && r.link_efficiency < opt_.min_link_efficiency;
-	const bool sw_bad = r.sw_arrival_eff < opt_.min_switch_efficiency ||
-			    r.sw_departure_eff < opt_.min_switch_efficiency || r.sw_fast_frac > opt_.max_fast_windows;
+	const bool eff_bad = !r.switch_monitored && r.link_efficiency < opt.min_link_efficiency;
+	const bool sw_bad = r.sw_arrival_eff < opt.min_switch_efficiency ||
+			    r.sw_departure_eff < opt.min_switch_efficiency || r.sw_fast_frac > opt.max_fast_windows;
 	if (late_bad)
 		fail("pacer lateness p99 " + std::to_string(r.late_p99_ns) + " ns > " + std::to_string(late_thr) +
-		     " ns (" + std::to_string(int(opt_.late_p99_frac * 100)) + "% of the base RTT)");
+		     " ns (" + std::to_string(int(opt.late_p99_frac * 100)) + "% of the base RTT)");
 	if (eff_bad) {
 		char b[160];
 		std::snprintf(b, sizeof(b), "backlogged hosts reached %.1f%% of their link rate (< %.0f%%)",
-			      100 * r.link_efficiency, 100 * opt_.min_link_efficiency);
+			      100 * r.link_efficiency, 100 * opt.min_link_efficiency);
 		fail(b);
 	}
-	if (r.sw_arrival_eff < opt_.min_switch_efficiency || r.sw_departure_eff < opt_.min_switch_efficiency) {
+	if (r.sw_arrival_eff < opt.min_switch_efficiency || r.sw_departure_eff < opt.min_switch_efficiency) {
 		char b[240];
 		std::snprintf(b, sizeof(b),
 			      "at the switches, backlogged links kept %.2f%% (arrivals, worst %s) and %.2f%% "
 			      "(departures, worst %s) of their time (< %.0f%%)",
 			      100 * r.sw_arrival_eff, r.sw_arrival_worst.empty() ? "-" : r.sw_arrival_worst.c_str(),
 			      100 * r.sw_departure_eff, r.sw_departure_worst.empty() ? "-" : r.sw_departure_worst.c_str(),
-			      100 * opt_.min_switch_efficiency);
+			      100 * opt.min_switch_efficiency);
 		fail(b);
 	}
-	if (r.sw_fast_frac > opt_.max_fast_windows) {
+	if (r.sw_fast_frac > opt.max_fast_windows) {
 		char b[200];
 		std::snprintf(b, sizeof(b), "%.2f%% of 8-frame windows at the switches were faster than line rate plus one "
-			      "frame (> %.0f%%; worst %s)", 100 * r.sw_fast_frac, 100 * opt_.max_fast_windows,
+			      "frame (> %.0f%%; worst %s)", 100 * r.sw_fast_frac, 100 * opt.max_fast_windows,
 			      r.sw_fast_worst.empty() ? "-" : r.sw_fast_worst.c_str());
 		fail(b);
 	}
@@ -369,18 +386,29 @@ Health Engine::health()
 		      r.sw_links_unjudged > 0;
 	if (r.veth_drops)
 		fail(std::to_string(r.veth_drops) + " host veth drops");
-	return r;
 }
 
-Affected Engine::affected() const
+Affected Shard::affected() const
 {
 	Affected a;
-	a.all = stalled_;
+	// A stall of this shard's loop held its own hosts; a cable it serves may carry any flow's
+	// frames (and with one shard every host is its own).
+	const bool stalls_touch_all = role_.count == 1 || !cables_.empty();
+	if (stalls_touch_all)
+		a.all = stalled_;
 	for (const auto &[from, to] : sw_lost_all_.intervals())
 		a.all.add(from, to);
-	for (const auto &h : hosts_)
-		if (!h->affected.empty())
-			a.host[h->name] = h->affected;
+	for (const auto &h : hosts_) {
+		IntervalSet s = h->affected;
+		if (!stalls_touch_all)
+			for (const auto &[from, to] : stalled_.intervals())
+				s.add(from, to);
+		if (!s.empty())
+			a.host[h->name] = std::move(s);
+	}
+	for (const auto &[name, s] : foreign_affected_)
+		for (const auto &[from, to] : s.intervals())
+			a.host[name].add(from, to);
 	return a;
 }
 

@@ -1,12 +1,12 @@
-// engine_paths.cc - paths between served hosts: base RTT, bottleneck, path MTU (common.md §4).
-#include "transport/engine.h"
+// engine_paths.cc - paths between the engine's hosts: base RTT, bottleneck, path MTU (common.md §4).
+#include "transport/shard.h"
 
 #include <algorithm>
 #include <deque>
 
 namespace qn::tp {
 
-std::vector<Engine::PathInfo> Engine::paths_from(int src_node) const
+std::vector<Shard::PathInfo> Shard::paths_from(int src_node) const
 {
 	// common.md §4: base RTT = 2 x the propagation delays of the path + one full data frame's
 	// serialization per hop; the bottleneck is the slowest link. Paths are shortest in hops (as
@@ -49,28 +49,28 @@ std::vector<Engine::PathInfo> Engine::paths_from(int src_node) const
 	return out;
 }
 
-Engine::PathInfo Engine::path_from(int src_node, int dst_node) const { return paths_from(src_node)[size_t(dst_node)]; }
+Shard::PathInfo Shard::path_from(int src_node, int dst_node) const { return paths_from(src_node)[size_t(dst_node)]; }
 
-Engine::PathInfo Engine::path(const std::string &a, const std::string &b) const
+Shard::PathInfo Shard::path(const std::string &a, const std::string &b) const
 {
-	auto ia = host_by_name_.find(a), ib = host_by_name_.find(b);
-	if (ia == host_by_name_.end() || ib == host_by_name_.end())
+	auto ia = node_of_.find(a), ib = node_of_.find(b);
+	if (ia == node_of_.end() || ib == node_of_.end())
 		return PathInfo{};
-	return path_from(hosts_[ia->second]->node, hosts_[ib->second]->node);
+	return path_from(ia->second, ib->second);
 }
 
-std::pair<uint64_t, uint64_t> Engine::rtt_range() const
+std::pair<uint64_t, uint64_t> Shard::rtt_range() const
 {
 	// The smallest base RTT over served host pairs is the base the thresholds scale with; the
 	// largest is what a scheme's window or timer must cover (both go to the schemes' Fabric).
 	// One search per source (a 320-host fabric: 320 searches, not 320 x 319).
 	uint64_t lo = UINT64_MAX, hi = 0;
-	for (const auto &src : hosts_) {
-		const std::vector<PathInfo> ps = paths_from(src->node);
-		for (const auto &dst : hosts_)
-			if (dst != src && ps[size_t(dst->node)].ok) {
-				lo = std::min(lo, ps[size_t(dst->node)].base_rtt_ns);
-				hi = std::max(hi, ps[size_t(dst->node)].base_rtt_ns);
+	for (const auto &[src, sn] : node_of_) { // every host of the engine, not only this shard's
+		const std::vector<PathInfo> ps = paths_from(sn);
+		for (const auto &[dst, dn] : node_of_)
+			if (dst != src && ps[size_t(dn)].ok) {
+				lo = std::min(lo, ps[size_t(dn)].base_rtt_ns);
+				hi = std::max(hi, ps[size_t(dn)].base_rtt_ns);
 			}
 	}
 	if (lo == UINT64_MAX)

@@ -1,6 +1,6 @@
 // engine_rx.cc - the receive path: frames from each host's port through its RX delay line,
 // parsed and handed to one handler per frame kind (data, ACK/NAK, CNP, PFC, BTS, CC-postcard).
-#include "transport/engine.h"
+#include "transport/shard.h"
 
 #include <algorithm>
 
@@ -17,7 +17,7 @@ std::string to_string(Signal s)
 	return "?";
 }
 
-void Engine::settle_pause(Host &h, int prio, uint64_t now)
+void Shard::settle_pause(Host &h, int prio, uint64_t now)
 {
 	// Account paused time up to min(now, end of pause); pause_start follows.
 	uint64_t &start = h.pause_start[prio];
@@ -28,7 +28,7 @@ void Engine::settle_pause(Host &h, int prio, uint64_t now)
 	}
 }
 
-void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
+void Shard::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 {
 	Packet p;
 	ParseError e = parse({fr, len}, opt_.icrc, p);
@@ -69,9 +69,10 @@ void Engine::process(Host &h, const uint8_t *fr, uint32_t len, uint64_t now)
 	}
 }
 
-void Engine::on_data(Host &h, Qp &q, const Packet &p, uint32_t len, uint64_t now)
+void Shard::on_data(Host &h, Qp &q, const Packet &p, uint32_t len, uint64_t now)
 {
 	h.c.rx_data_bytes += len;
+	rx_data_total_.store(rx_data_total_.load(std::memory_order_relaxed) + len, std::memory_order_relaxed);
 	if (p.ecn == 3)
 		h.c.ce_rx++;
 	auto a = q.rcv.on_data(p, now);
@@ -89,7 +90,7 @@ void Engine::on_data(Host &h, Qp &q, const Packet &p, uint32_t len, uint64_t now
 			on_deliver(q.id, d);
 }
 
-void Engine::on_ack(Qp &q, const Packet &p, uint64_t now)
+void Shard::on_ack(Qp &q, const Packet &p, uint64_t now)
 {
 	AckEvent ev = q.snd.on_ack(p, now);
 	if (!ev.stale) {
@@ -104,7 +105,7 @@ void Engine::on_ack(Qp &q, const Packet &p, uint64_t now)
 	schedule(q, now);
 }
 
-void Engine::on_cnp(Host &h, Qp &q, const Packet &p, uint64_t now)
+void Shard::on_cnp(Host &h, Qp &q, const Packet &p, uint64_t now)
 {
 	h.c.cnp_rx++;
 	loop_sample(Signal::Cnp, q, p.psn, now);
@@ -113,7 +114,7 @@ void Engine::on_cnp(Host &h, Qp &q, const Packet &p, uint64_t now)
 	rearm_timers(q);
 }
 
-void Engine::on_pfc(Host &h, const Packet &p, uint64_t now)
+void Shard::on_pfc(Host &h, const Packet &p, uint64_t now)
 {
 	h.c.pfc_rx++;
 	for (int i = 0; i < 8; i++) {
@@ -147,7 +148,7 @@ void Engine::on_pfc(Host &h, const Packet &p, uint64_t now)
 	}
 }
 
-Engine::Qp *Engine::signal_qp(Host &h, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip)
+Shard::Qp *Shard::signal_qp(Host &h, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip)
 {
 	// The UDP source port carries the sender's QPN (sfc.md §5; connect() keeps QPNs below
 	// 0x4000, so the port names it exactly).
@@ -157,15 +158,16 @@ Engine::Qp *Engine::signal_qp(Host &h, uint16_t sport, uint32_t dest_qp, uint32_
 			return it->second;
 	}
 	// Fallback: the receiver's QPN (the data's DestQP) and address the signal carries; the
-	// sender is that QP's peer, on this host, sending to that address.
-	auto it = by_qpn_.find(dest_qp);
-	if (it == by_qpn_.end())
+	// sender is the QP whose peer it is, on this host, sending to that address (the receiver
+	// may be another shard's).
+	auto it = by_peer_qpn_.find(dest_qp);
+	if (it == by_peer_qpn_.end())
 		return nullptr;
-	Qp *s = qps_[it->second->peer].get();
+	Qp *s = it->second;
 	return hosts_[s->host].get() == &h && s->dst.ip == dst_ip ? s : nullptr;
 }
 
-void Engine::loop_sample(Signal s, const Qp &q, uint32_t psn, uint64_t now)
+void Shard::loop_sample(Signal s, const Qp &q, uint32_t psn, uint64_t now)
 {
 	if (!q.sent)
 		return;
@@ -174,7 +176,7 @@ void Engine::loop_sample(Signal s, const Qp &q, uint32_t psn, uint64_t now)
 		loop_delay_[size_t(s)].add(now - e.ns);
 }
 
-Engine::Qp *Engine::signal_target(Host &h, Signal s, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip, uint32_t psn,
+Shard::Qp *Shard::signal_target(Host &h, Signal s, uint16_t sport, uint32_t dest_qp, uint32_t dst_ip, uint32_t psn,
 				  uint64_t now)
 {
 	Qp *q = signal_qp(h, sport, dest_qp, dst_ip);
@@ -187,7 +189,7 @@ Engine::Qp *Engine::signal_target(Host &h, Signal s, uint16_t sport, uint32_t de
 	return q;
 }
 
-void Engine::on_bts(Host &h, const Packet &p, uint64_t now)
+void Shard::on_bts(Host &h, const Packet &p, uint64_t now)
 {
 	const BtsInfo &b = p.bts;
 	Qp *q = signal_target(h, Signal::Bts, p.sport, b.orig_dest_qp, b.orig_dst_ip, b.orig_psn, now);
@@ -203,7 +205,7 @@ void Engine::on_bts(Host &h, const Packet &p, uint64_t now)
 	rearm_timers(*q);
 }
 
-void Engine::on_postcard(Host &h, const Packet &p, uint64_t now)
+void Shard::on_postcard(Host &h, const Packet &p, uint64_t now)
 {
 	const PostcardInfo &c = p.postcard;
 	Qp *q = signal_target(h, Signal::Postcard, p.sport, c.dest_qp, c.flow_daddr, c.psn, now);
@@ -215,7 +217,7 @@ void Engine::on_postcard(Host &h, const Packet &p, uint64_t now)
 	rearm_timers(*q);
 }
 
-uint64_t Engine::arrival(const FramePort &p, uint64_t addr, uint64_t now) const
+uint64_t Shard::arrival(const FramePort &p, uint64_t addr, uint64_t now) const
 {
 	// The XDP stamp, when present and sane (not in the future, not before the clock began).
 	uint64_t st = p.rx_stamp(addr);
@@ -225,7 +227,7 @@ uint64_t Engine::arrival(const FramePort &p, uint64_t addr, uint64_t now) const
 	return f <= now && f > 0 ? f : now;
 }
 
-void Engine::rx_host(Host &h, uint64_t now)
+void Shard::rx_host(Host &h, uint64_t now)
 {
 	uint64_t addr[64];
 	uint32_t len[64];

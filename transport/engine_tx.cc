@@ -1,16 +1,16 @@
 // engine_tx.cc - the transmit path: the link pacer, control frames ahead of data, per-QP rate
 // limiters and pauses, the TX delay line; the controller's output applied to a QP.
 #include "common/abi.h"
-#include "transport/engine.h"
+#include "transport/shard.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace qn::tp {
 
-bool Engine::paused(const Host &h, int prio, uint64_t now) const { return h.paused_until[prio] > now; }
+bool Shard::paused(const Host &h, int prio, uint64_t now) const { return h.paused_until[prio] > now; }
 
-void Engine::schedule(Qp &q, uint64_t now)
+void Shard::schedule(Qp &q, uint64_t now)
 {
 	if (q.scheduled || !q.snd.can_send())
 		return;
@@ -19,7 +19,7 @@ void Engine::schedule(Qp &q, uint64_t now)
 	hosts_[q.host]->sched.add(SchedRef{&q, q.sched_gen}, std::max(q.next_ok_ns, q.pause_until), now);
 }
 
-bool Engine::data_ready(Host &h, uint64_t now)
+bool Shard::data_ready(Host &h, uint64_t now)
 {
 	// Entries left behind by a reschedule are dropped; a QP paused while it was ready goes to
 	// the wheel until its pause ends.
@@ -40,7 +40,7 @@ bool Engine::data_ready(Host &h, uint64_t now)
 	return false;
 }
 
-TxHeader Engine::control_header(Host &h, const Qp &q)
+TxHeader Shard::control_header(Host &h, const Qp &q)
 {
 	// ACKs and CNPs go from QP q to its peer QP, in the control class (DSCP 48, priority 6).
 	TxHeader t;
@@ -53,7 +53,7 @@ TxHeader Engine::control_header(Host &h, const Qp &q)
 	return t;
 }
 
-void Engine::queue_ack(Host &h, Qp &q, const AckOut &a)
+void Shard::queue_ack(Host &h, Qp &q, const AckOut &a)
 {
 	TxHeader t = control_header(h, q);
 	t.psn = a.psn;
@@ -67,7 +67,7 @@ void Engine::queue_ack(Host &h, Qp &q, const AckOut &a)
 	h.ctrl.push_back(f);
 }
 
-void Engine::queue_cnp(Host &h, Qp &q, const cc::CnpOut &c)
+void Shard::queue_cnp(Host &h, Qp &q, const cc::CnpOut &c)
 {
 	// To the data sender's QP (its QPN is this QP's peer), naming the PSN that caused it.
 	static_assert(cc::kCnpPayloadBytes == QN_CNP_PAYLOAD_LEN, "the CNP payload is the wire's 16 bytes");
@@ -79,7 +79,7 @@ void Engine::queue_cnp(Host &h, Qp &q, const cc::CnpOut &c)
 	h.c.cnp_tx++;
 }
 
-void Engine::apply_cc(Qp &q, uint64_t now)
+void Shard::apply_cc(Qp &q, uint64_t now)
 {
 	const cc::Output o = q.ctl->output();
 	const bool changed = o.rate_bps != q.out.rate_bps || o.window_bytes != q.out.window_bytes;
@@ -150,14 +150,14 @@ void Engine::apply_cc(Qp &q, uint64_t now)
 		q.trace_points.push_back(RatePoint{now, o.rate_bps, o.window_bytes, q.acked_bytes});
 }
 
-void Engine::push_frame(Host &h, const Held &f)
+void Shard::push_frame(Host &h, const Held &f)
 {
 	if (h.kick_backlogged < 0)
 		h.kick_backlogged = f.backlogged;
 	h.pushed++;
 }
 
-void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start, bool backlogged)
+void Shard::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start, bool backlogged)
 {
 	// Store and forward (common.md §4: a full frame's serialization per hop): the switch sees the
 	// frame when its last bit arrives, one serialization at the link rate after the pacer
@@ -184,7 +184,7 @@ void Engine::emit(Host &h, uint64_t addr, uint32_t len, uint64_t start, bool bac
 	h.txline.push_back(f);
 }
 
-void Engine::pump(Host &h, uint64_t now)
+void Shard::pump(Host &h, uint64_t now)
 {
 	h.pushed = 0;
 	h.kick_backlogged = -1;

@@ -41,6 +41,7 @@ TEST_CASE("engine__default_rto_follows_the_scheme", "[engine]")
 
 #include "control/packet.h"
 #include "control/engine_desc.h"
+#include "control/fattree.h"
 #include "control/topology.h"
 #include "transport/fake_port.h"
 
@@ -814,4 +815,151 @@ TEST_CASE("engine__a_second_engine_takes_the_first_ones_ports", "[engine]")
 	CHECK(opens == 4);
 	CHECK(pool.reused == 2);
 	CHECK(pool.ports.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shards (EngineOptions::shards): the split of hosts and cables, and QPs whose halves live on
+// different shards.
+
+TEST_CASE("engine__plan_shards_splits_hosts_and_cables_evenly_and_whole", "[engine]")
+{
+	auto desc = [](const std::string &text) {
+		auto t = parse_topology(text, "plan.topo");
+		REQUIRE(t.ok());
+		PortFactory none = [](const std::string &, const std::string &, const std::string &,
+				      uint32_t) -> Result<std::unique_ptr<FramePort>> { return make_error("no port"); };
+		return engine_desc(*t, none, false);
+	};
+	SECTION("a star of 9 hosts over 2 shards: contiguous blocks of 5 and 4")
+	{
+		const EngineDesc d = desc("name s\nswitch tor\nhost h[1..9]\nlink h[1..9] tor\n");
+		const ShardPlan p = plan_shards(d, std::vector<bool>(d.hosts.size(), true), 2);
+		REQUIRE(p.shards == 2);
+		CHECK(p.host == std::vector<int>{0, 0, 0, 0, 0, 1, 1, 1, 1});
+		CHECK(p.cable.empty());
+	}
+	SECTION("a k=4 fat-tree with cables: 8 hosts and 16 cables each, every cable on one shard")
+	{
+		FatTreeSpec fs; // k=4, 1 us cables between switches
+		auto text = fattree_text(fs);
+		REQUIRE(text.ok());
+		EngineDesc d = desc(*text);
+		// (without probes the description names no cable: one per switch-to-switch link, as
+		// `topo up` makes them for links with a delay)
+		for (const FabricLink &l : d.links)
+			if (!d.nodes[size_t(l.a)].host && !d.nodes[size_t(l.b)].host)
+				d.cables.push_back(CableDesc{d.nodes[size_t(l.a)].name + "-" + d.nodes[size_t(l.b)].name});
+		REQUIRE(d.hosts.size() == 16);
+		REQUIRE(d.cables.size() == 32);
+		const ShardPlan p = plan_shards(d, std::vector<bool>(d.hosts.size(), true), 2);
+		REQUIRE(p.shards == 2);
+		CHECK(std::count(p.host.begin(), p.host.end(), 0) == 8);
+		CHECK(std::count(p.host.begin(), p.host.end(), 1) == 8);
+		CHECK(std::count(p.cable.begin(), p.cable.end(), 0) == 16);
+		CHECK(std::count(p.cable.begin(), p.cable.end(), 1) == 16);
+		// hosts of a pod stay together: the first 8 (pods 0 and 1) on shard 0
+		CHECK(std::is_sorted(p.host.begin(), p.host.end()));
+	}
+	SECTION("more shards than hosts and cables, unserved hosts, none asked")
+	{
+		const EngineDesc d = desc("name s\nswitch tor\nhost h[1..3]\nlink h[1..3] tor\n");
+		CHECK(plan_shards(d, {true, true, true}, 8).shards == 3);
+		const ShardPlan p = plan_shards(d, {true, false, true}, 2);
+		CHECK(p.host == std::vector<int>{0, -1, 1});
+		CHECK(plan_shards(d, {true, true, true}, 0).shards == 1);
+		CHECK(plan_shards(d, {false, true, false}, 2).shards == 1);
+	}
+}
+
+TEST_CASE("engine__two_shards_deliver_across_shards_in_order_and_by_content", "[engine]")
+{
+	// Four hosts on one switch, two shards (h1 h2 | h3 h4). The test moves every frame to the
+	// port of its destination address (a lossless switch) and steps the engine, whose step()
+	// runs each shard's pass in turn.
+	auto t = parse_topology("name fake\ndefaults rate=10Gbps mtu=2048 delay=0us\nswitch tor\nhost h[1..4]\nlink h[1..4] tor\n",
+				"fake.topo");
+	REQUIRE(t.ok());
+	std::map<std::string, FakePort *> port;
+	PortFactory open = [&](const std::string &, const std::string &ifname, const std::string &,
+			       uint32_t) -> Result<std::unique_ptr<FramePort>> {
+		auto p = std::make_unique<FakePort>(512);
+		port[ifname.substr(0, ifname.find('-'))] = p.get();
+		return std::unique_ptr<FramePort>(std::move(p));
+	};
+	FakeClock clock;
+	EngineOptions o;
+	o.tx_horizon_wall_ns = 0;
+	o.shards = 2;
+	auto e = Engine::open_on(engine_desc(*t, open, false), Dilation(), o, clock);
+	REQUIRE(e.ok());
+	Engine &en = **e;
+	REQUIRE(en.shard_count() == 2);
+	CHECK(en.shard_of("h1") == 0);
+	CHECK(en.shard_of("h2") == 0);
+	CHECK(en.shard_of("h3") == 1);
+	CHECK(en.shard_of("h4") == 1);
+	std::map<uint32_t, std::string> by_ip;
+	for (const auto &h : en.host_names())
+		by_ip[en.endpoint(h).ip] = h;
+	REQUIRE(by_ip.size() == 4);
+
+	// Across shards both ways, and within one.
+	const std::vector<std::pair<std::string, std::string>> pairs = {{"h1", "h3"}, {"h4", "h2"}, {"h1", "h2"}};
+	std::vector<QpHandle> qp;
+	for (const auto &[a, b] : pairs) {
+		auto h = en.connect(a, b, QpOptions{});
+		REQUIRE(h.ok());
+		qp.push_back(*h);
+		CHECK(en.peer(en.peer(*h)) == *h);
+		CHECK(en.qpn(en.peer(*h)) != en.qpn(*h));
+	}
+	constexpr int kMsgs = 5;
+	std::map<QpHandle, std::vector<uint64_t>> delivered, completed; // by sending QP: message ids in order
+	size_t wrong = 0;
+	en.on_deliver = [&](QpHandle h, const Delivery &d) {
+		// the handle is the receiving QP's: its peer is the sender
+		const QpHandle s = en.peer(h);
+		const auto &v = delivered[s];
+		if (!d.pattern_ok || d.msn != v.size())
+			wrong++;
+		delivered[s].push_back(d.msn);
+	};
+	en.on_complete = [&](QpHandle h, const Completion &c) { completed[h].push_back(c.id); };
+	for (size_t i = 0; i < qp.size(); i++)
+		for (int m = 0; m < kMsgs; m++)
+			CHECK(en.post(qp[i], Message{i * 100 + uint64_t(m), 20'000 + uint64_t(m) * 3'000, nullptr}) == uint64_t(m));
+	uint64_t now = 1;
+	for (int i = 0; i < 200'000; i++) {
+		clock.set(now);
+		const uint64_t next = en.step(now);
+		for (auto &[h, p] : port)
+			for (auto &f : p->take_tx()) {
+				Packet pk;
+				REQUIRE(parse(f, false, pk) == ParseError::None);
+				REQUIRE(by_ip.count(pk.dst.ip));
+				REQUIRE(port[by_ip[pk.dst.ip]]->inject(f));
+			}
+		now = std::max(now + 1, std::min<uint64_t>(next, now + 10'000));
+		bool all = true;
+		for (QpHandle h : qp)
+			all = all && completed[h].size() == kMsgs;
+		if (all)
+			break;
+	}
+	CHECK(wrong == 0);
+	for (size_t i = 0; i < qp.size(); i++) {
+		CAPTURE(pairs[i].first, pairs[i].second);
+		REQUIRE(completed[qp[i]].size() == kMsgs);
+		REQUIRE(delivered[qp[i]].size() == kMsgs);
+		for (int m = 0; m < kMsgs; m++) {
+			CHECK(completed[qp[i]][size_t(m)] == i * 100 + uint64_t(m)); // in order, named by the sender's handle
+			CHECK(delivered[qp[i]][size_t(m)] == uint64_t(m));
+		}
+		CHECK(en.receiver_stats(en.peer(qp[i])).dup_pkts == 0);
+		CHECK(en.receiver_stats(en.peer(qp[i])).corrupt_msgs == 0);
+	}
+	// Each shard counted its own hosts' frames: h3 received h1's data, h2 h4's and h1's.
+	CHECK(en.host_counters("h3").rx_data_bytes > 0);
+	CHECK(en.host_counters("h2").rx_data_bytes > en.host_counters("h3").rx_data_bytes);
+	CHECK(en.host_counters("h4").rx_data_bytes == 0);
 }

@@ -1,0 +1,582 @@
+// engine_shards.cc - the engine over its shards (engine.h): the split of hosts and cables
+// (plan_shards), opening, one thread per shard in run(), inboxes for posts across shards, the
+// engine's QP handles, and every report merged over the shards.
+#include "transport/shard.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+
+namespace qn::tp {
+
+namespace {
+
+// The shard whose loop runs on this thread (-1: none) and its engine.
+thread_local int t_shard = -1;
+thread_local const Engine *t_engine = nullptr;
+
+// The CPUs this process may run on, in order.
+std::vector<int> allowed_cpus()
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	std::vector<int> v;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(size_t(c), &set))
+				v.push_back(c);
+	return v;
+}
+
+void pin_to(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(size_t(cpu), &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+void merge_health(Health &r, const Health &o)
+{
+	r.hosts += o.hosts;
+	r.switch_monitored = r.switch_monitored && o.switch_monitored;
+	r.late_p99_ns = std::max(r.late_p99_ns, o.late_p99_ns);
+	r.late_max_ns = std::max(r.late_max_ns, o.late_max_ns);
+	r.late_count += o.late_count;
+	if (o.link_efficiency < r.link_efficiency) {
+		r.link_efficiency = o.link_efficiency;
+		r.link_efficiency_host = o.link_efficiency_host;
+	}
+	r.stalls += o.stalls;
+	r.stall_max_wall_ns = std::max(r.stall_max_wall_ns, o.stall_max_wall_ns);
+	r.rearm_deferred += o.rearm_deferred;
+	r.pass_stops += o.pass_stops;
+	r.overload_passes += o.overload_passes;
+	r.moved_passes += o.moved_passes;
+	if (o.long_pass_wall_ns && (!r.long_pass_wall_ns || o.long_pass_wall_ns < r.long_pass_wall_ns))
+		r.long_pass_wall_ns = o.long_pass_wall_ns;
+	r.xsk_drops += o.xsk_drops;
+	r.softnet_drops += o.softnet_drops; // the owner's only (the machine's counters)
+	r.time_squeeze += o.time_squeeze;
+	r.veth_drops += o.veth_drops;
+	r.tx_held += o.tx_held;
+	r.tx_no_frame += o.tx_no_frame;
+	r.tx_frames_peak = std::max(r.tx_frames_peak, o.tx_frames_peak);
+	r.loop_iters += o.loop_iters;
+	r.sleeps += o.sleeps;
+	r.kick_p50_wall_ns = std::max(r.kick_p50_wall_ns, o.kick_p50_wall_ns);
+	r.kick_p99_wall_ns = std::max(r.kick_p99_wall_ns, o.kick_p99_wall_ns);
+	r.kick_max_wall_ns = std::max(r.kick_max_wall_ns, o.kick_max_wall_ns);
+	r.kicks += o.kicks;
+	r.pass_p50_wall_ns = std::max(r.pass_p50_wall_ns, o.pass_p50_wall_ns);
+	r.pass_p90_wall_ns = std::max(r.pass_p90_wall_ns, o.pass_p90_wall_ns);
+	r.pass_p99_wall_ns = std::max(r.pass_p99_wall_ns, o.pass_p99_wall_ns);
+	r.pass_max_wall_ns = std::max(r.pass_max_wall_ns, o.pass_max_wall_ns);
+	r.passes += o.passes;
+	r.syscall_kicks += o.syscall_kicks;
+	// Each shard's CPU: the busiest one is what a larger D relieves (the paced check).
+	r.busy_wall_ns = std::max(r.busy_wall_ns, o.busy_wall_ns);
+	r.switch_links.insert(r.switch_links.end(), o.switch_links.begin(), o.switch_links.end());
+}
+
+} // namespace
+
+bool engine_serves(const EngineOptions &o, const std::string &name)
+{
+	return o.only_hosts.empty() || std::find(o.only_hosts.begin(), o.only_hosts.end(), name) != o.only_hosts.end();
+}
+
+ShardPlan plan_shards(const EngineDesc &d, const std::vector<bool> &served, size_t n)
+{
+	const size_t hosts = size_t(std::count(served.begin(), served.end(), true));
+	const size_t cables = d.cables.size();
+	n = std::max<size_t>(1, std::min(n, hosts + cables));
+	for (;; n--) {
+		ShardPlan p;
+		p.shards = n;
+		p.host.assign(d.hosts.size(), -1);
+		p.cable.assign(cables, -1);
+		std::vector<size_t> units(n, 0);
+		size_t k = 0;
+		for (size_t i = 0; i < d.hosts.size() && i < served.size(); i++)
+			if (served[i]) {
+				p.host[i] = int(k++ * n / hosts);
+				units[size_t(p.host[i])]++;
+			}
+		for (size_t c = 0; c < cables; c++) {
+			p.cable[c] = int(c * n / cables);
+			units[size_t(p.cable[c])]++;
+		}
+		// Every shard serves something (fewer hosts than shards and no cable for the rest:
+		// fewer shards).
+		if (n == 1 || std::find(units.begin(), units.end(), 0) == units.end())
+			return p;
+	}
+}
+
+struct Engine::Inbox {
+	std::mutex mu;
+	std::vector<std::function<void(Shard &)>> q;
+	std::atomic<bool> any{false};
+	int efd = -1; // wakes the shard's loop from a sleep
+	~Inbox()
+	{
+		if (efd >= 0)
+			close(efd);
+	}
+};
+
+Engine::Engine(const EngineDesc &desc, const EngineOptions &o) : desc_(desc), opt_(o) {}
+
+Engine::~Engine()
+{
+	// The other shards point at the owner's monitor maps: they go first.
+	while (!shards_.empty())
+		shards_.pop_back();
+}
+
+Result<std::unique_ptr<Engine>> Engine::open(const EngineDesc &desc, const Dilation &d, const EngineOptions &o,
+					     PortPool *pool)
+{
+	std::unique_ptr<Engine> e(new Engine(desc, o));
+	QN_TRY(e->fit_ports(pool));
+	QN_TRY(e->open_shards(d, pool, nullptr));
+	return e;
+}
+
+Result<std::unique_ptr<Engine>> Engine::open_on(const EngineDesc &desc, const Dilation &d, const EngineOptions &o,
+						const Clock &clock, PortPool *pool)
+{
+	std::unique_ptr<Engine> e(new Engine(desc, o));
+	QN_TRY(e->fit_ports(pool));
+	QN_TRY(e->open_shards(d, pool, &clock));
+	return e;
+}
+
+Status Engine::fit_ports(PortPool *pool)
+{
+	// QP numbers go on from the last engine on these ports (PortPool::next_qpn).
+	if (pool && pool->next_qpn >= 0x100 && pool->next_qpn <= 0x3FFF)
+		next_qpn_ = pool->next_qpn;
+	// What the fabric takes from the machine, checked before any socket exists (resources.h): a
+	// UMEM above 3/4 of the available memory gets fewer chunks per socket, down to a floor.
+	// The ports a pool holds are memory this process already has: fitted as if free, and their
+	// chunk count is the one to open with (fitted afresh against the memory they take, the
+	// count would come out smaller, no pooled port would be taken, and binding a new socket to
+	// a queue a pooled one holds fails with EBUSY).
+	MachineLimits lim = machine_limits();
+	if (pool && !pool->ports.empty()) {
+		if (lim.mem_available_bytes)
+			lim.mem_available_bytes += uint64_t(pool->ports.size()) * pool->frames_per_port * kChunkBytes;
+		opt_.frames_per_port = std::min(opt_.frames_per_port, pool->frames_per_port);
+	}
+	const uint64_t hosts = uint64_t(std::count_if(desc_.hosts.begin(), desc_.hosts.end(),
+						      [&](const HostDesc &h) { return engine_serves(opt_, h.name); }));
+	const FittedNeeds fit = fit_engine_needs(hosts, desc_.cables.size(), opt_.frames_per_port, lim);
+	opt_.frames_per_port = fit.frames_per_port;
+	// Ports of another chunk count are closed before any socket is made (they hold the queues).
+	if (pool && pool->frames_per_port != opt_.frames_per_port)
+		pool->clear();
+	QN_TRY(check_engine_needs("fabric " + desc_.name, fit.need, lim));
+	return raise_nofile(fit.need.fds + 16); // and the shards' rings and wake-up descriptors
+}
+
+Status Engine::open_shards(const Dilation &d, PortPool *pool, const Clock *fake)
+{
+	std::vector<bool> served(desc_.hosts.size());
+	for (size_t i = 0; i < desc_.hosts.size(); i++)
+		served[i] = engine_serves(opt_, desc_.hosts[i].name);
+	const size_t want = opt_.shards ? opt_.shards : std::max<size_t>(1, allowed_cpus().size());
+	const ShardPlan plan = plan_shards(desc_, served, want);
+	const DilatedClock clock0(d.milli()); // fabric time 0: the same instant for every shard
+	for (size_t k = 0; k < plan.shards; k++) {
+		ShardRole role;
+		role.index = k;
+		role.count = plan.shards;
+		role.owner = k == 0;
+		if (plan.shards > 1) {
+			for (int s : plan.host)
+				role.hosts.push_back(s == int(k));
+			for (int s : plan.cable)
+				role.cables.push_back(s == int(k));
+		}
+		auto s = fake ? Shard::open_on(desc_, d, opt_, role, *fake, pool)
+			      : Shard::open(desc_, d, opt_, role, clock0, pool);
+		if (!s)
+			return s.error();
+		shards_.push_back(std::move(*s));
+		for (size_t i = 0; i < plan.host.size(); i++)
+			if (plan.host[i] == int(k))
+				shard_of_host_[desc_.hosts[i].name] = int(k);
+	}
+	global_.resize(shards_.size());
+	for (size_t k = 0; k < shards_.size(); k++) {
+		std::vector<const Shard *> peers;
+		for (size_t j = 0; j < shards_.size(); j++)
+			if (j != k)
+				peers.push_back(shards_[j].get());
+		shards_[k]->set_peers(std::move(peers));
+		if (k > 0)
+			shards_[k]->attach_monitors(owner());
+		if (shards_.size() > 1) {
+			auto in = std::make_unique<Inbox>();
+			if (!fake) {
+				in->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+				if (in->efd < 0)
+					return sys_error(errno, "eventfd for shard " + std::to_string(k));
+				shards_[k]->set_wake_fd(in->efd);
+			}
+			inbox_.push_back(std::move(in));
+		}
+		QN_TRY(shards_[k]->start());
+	}
+	opt_ = owner().options(); // the derived base RTT and the fitted chunk count
+	wire_callbacks();
+	return ok_status();
+}
+
+void Engine::wire_callbacks()
+{
+	const bool lock = shards_.size() > 1;
+	for (size_t k = 0; k < shards_.size(); k++) {
+		shards_[k]->on_complete = [this, k, lock](QpHandle l, const Completion &c) {
+			if (!on_complete)
+				return;
+			if (!lock)
+				return on_complete(global_[k][l], c);
+			std::lock_guard<std::mutex> g(cb_mu_);
+			on_complete(global_[k][l], c);
+		};
+		shards_[k]->on_deliver = [this, k, lock](QpHandle l, const Delivery &d) {
+			if (!on_deliver)
+				return;
+			if (!lock)
+				return on_deliver(global_[k][l], d);
+			std::lock_guard<std::mutex> g(cb_mu_);
+			on_deliver(global_[k][l], d);
+		};
+	}
+}
+
+void Engine::release_ports(PortPool &pool)
+{
+	for (auto &s : shards_)
+		s->release_ports(pool);
+	pool.next_qpn = next_qpn_;
+}
+
+int Engine::shard_of(const std::string &host) const
+{
+	auto it = shard_of_host_.find(host);
+	return it == shard_of_host_.end() ? -1 : it->second;
+}
+
+Result<QpHandle> Engine::connect(const std::string &a, const std::string &b, const QpOptions &o)
+{
+	const int sa = shard_of(a), sb = shard_of(b);
+	if (sa < 0)
+		return make_error("connect: host '" + a + "' is not served by this engine");
+	if (sb < 0)
+		return make_error("connect: host '" + b + "' is not served by this engine");
+	if (qpns_made_ + 2 > 0x3F00)
+		return make_error("connect: out of QP numbers (16K per engine: the UDP source port carries 14 bits)");
+	// From where the last engine on these ports stopped (PortPool::next_qpn), wrapping after
+	// 0x3FFF: the numbers of a run long gone come round again only after 16K others.
+	auto take = [&] {
+		const uint32_t q = next_qpn_++;
+		if (next_qpn_ > 0x3FFF)
+			next_qpn_ = 0x100;
+		qpns_made_++;
+		return q;
+	};
+	const uint32_t qa = take(), qb = take();
+	QpHandle la = Shard::kNoQp, lb = Shard::kNoQp;
+	for (int s : {sa, sb}) {
+		if (s == sb && s == sa && la != Shard::kNoQp)
+			break; // one shard made both halves
+		auto r = shards_[size_t(s)]->connect(a, b, o, qa, qb);
+		if (!r)
+			return r.error();
+		if (r->first != Shard::kNoQp)
+			la = r->first;
+		if (r->second != Shard::kNoQp)
+			lb = r->second;
+	}
+	const QpHandle ga = QpHandle(qps_.size()), gb = ga + 1;
+	qps_.push_back(QpRef{uint32_t(sa), la, gb, 0});
+	qps_.push_back(QpRef{uint32_t(sb), lb, ga, 0});
+	auto note = [&](int s, QpHandle l, QpHandle g) {
+		auto &v = global_[size_t(s)];
+		if (v.size() <= l)
+			v.resize(size_t(l) + 1, 0);
+		v[l] = g;
+	};
+	note(sa, la, ga);
+	note(sb, lb, gb);
+	return ga;
+}
+
+QpHandle Engine::peer(QpHandle h) const { return qps_[h].peer; }
+uint32_t Engine::qpn(QpHandle h) const { return of(h).qpn(qps_[h].local); }
+
+uint64_t Engine::post(QpHandle h, Message m)
+{
+	QpRef &r = qps_[h];
+	const uint64_t msn = r.posted++; // every post passes here, in order (under the lock in run())
+	Inbox *in = inbox_.empty() ? nullptr : inbox_[r.shard].get();
+	const bool own = !running_ || (t_engine == this && t_shard == int(r.shard));
+	if (own && (!in || !in->any.load(std::memory_order_acquire))) {
+		of(h).post(r.local, std::move(m));
+		return msn;
+	}
+	{ // another shard's QP, or its own with posts still queued (they go first)
+		std::lock_guard<std::mutex> g(in->mu);
+		in->q.push_back([l = r.local, m = std::move(m)](Shard &s) mutable { s.post(l, std::move(m)); });
+		in->any.store(true, std::memory_order_release);
+	}
+	if (in->efd >= 0) {
+		const uint64_t one = 1;
+		[[maybe_unused]] ssize_t w = write(in->efd, &one, sizeof(one));
+	}
+	return msn;
+}
+
+uint64_t Engine::drain_inbox(size_t k)
+{
+	if (inbox_.empty())
+		return UINT64_MAX;
+	Inbox &in = *inbox_[k];
+	if (!in.any.load(std::memory_order_acquire))
+		return UINT64_MAX;
+	std::vector<std::function<void(Shard &)>> q;
+	{
+		std::lock_guard<std::mutex> g(in.mu);
+		q.swap(in.q);
+		in.any.store(false, std::memory_order_release);
+	}
+	if (in.efd >= 0) {
+		uint64_t v;
+		[[maybe_unused]] ssize_t rd = read(in.efd, &v, sizeof(v));
+	}
+	for (auto &f : q)
+		f(*shards_[k]);
+	return UINT64_MAX;
+}
+
+void Engine::set_rate(QpHandle h, uint64_t bps) { of(h).set_rate(qps_[h].local, bps); }
+void Engine::set_window(QpHandle h, uint64_t bytes) { of(h).set_window(qps_[h].local, bytes); }
+
+void Engine::run(const std::function<bool()> &done, uint64_t until_ns, const std::function<uint64_t(uint64_t)> &tick)
+{
+	t_engine = this;
+	if (shards_.size() == 1) {
+		t_shard = 0;
+		owner().run(done, until_ns, tick);
+		t_shard = -1;
+		return;
+	}
+	const std::vector<int> cpus = opt_.pin_shards ? allowed_cpus() : std::vector<int>();
+	cpu_set_t saved;
+	const bool pinned = !cpus.empty() && sched_getaffinity(0, sizeof(saved), &saved) == 0;
+	stop_.store(false);
+	running_ = true;
+	auto wake_all = [&] {
+		const uint64_t one = 1;
+		for (auto &in : inbox_)
+			if (in->efd >= 0) {
+				[[maybe_unused]] ssize_t w = write(in->efd, &one, sizeof(one));
+			}
+	};
+	std::vector<std::thread> threads;
+	for (size_t k = 1; k < shards_.size(); k++)
+		threads.emplace_back([this, k, until_ns, &cpus, &wake_all] {
+			t_engine = this;
+			t_shard = int(k);
+			if (!cpus.empty())
+				pin_to(cpus[k % cpus.size()]);
+			shards_[k]->run([this] { return stop_.load(std::memory_order_relaxed); }, until_ns,
+					[this, k](uint64_t) { return drain_inbox(k); });
+			if (!stop_.exchange(true)) // it ended first (the fabric went away): every shard stops
+				wake_all();
+			t_shard = -1;
+		});
+	if (pinned)
+		pin_to(cpus[0]);
+	t_shard = 0;
+	owner().run(
+		[&] {
+			if (stop_.load(std::memory_order_relaxed))
+				return true;
+			if (!done)
+				return false;
+			std::lock_guard<std::mutex> g(cb_mu_);
+			return done();
+		},
+		until_ns,
+		[&](uint64_t now) {
+			uint64_t next = drain_inbox(0);
+			if (tick) {
+				std::lock_guard<std::mutex> g(cb_mu_);
+				next = std::min(next, tick(now));
+			}
+			return next;
+		});
+	stop_.store(true);
+	wake_all();
+	for (auto &t : threads)
+		t.join();
+	t_shard = -1;
+	running_ = false;
+	if (pinned)
+		pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+	// Posts made as the shards stopped are queued, not lost: the next run sends them.
+}
+
+uint64_t Engine::step(uint64_t now, const std::function<uint64_t(uint64_t)> &tick)
+{
+	if (shards_.size() == 1)
+		return owner().step(now, tick);
+	t_engine = this;
+	uint64_t next = UINT64_MAX;
+	for (size_t k = 0; k < shards_.size(); k++) {
+		t_shard = int(k);
+		next = std::min(next, shards_[k]->step(now, [&](uint64_t n) {
+			uint64_t d = drain_inbox(k);
+			if (k == 0 && tick)
+				d = std::min(d, tick(n));
+			return d;
+		}));
+	}
+	t_shard = -1;
+	return next;
+}
+
+uint64_t Engine::now_ns() const { return owner().now_ns(); }
+const DilatedClock &Engine::clock() const { return owner().clock(); }
+
+bool Engine::topology_gone() const
+{
+	for (const auto &s : shards_)
+		if (s->topology_gone())
+			return true;
+	return false;
+}
+
+Status Engine::health_begin()
+{
+	for (auto &s : shards_)
+		QN_TRY(s->health_begin());
+	return ok_status();
+}
+
+Health Engine::health()
+{
+	// The owner's switch links: lost time inside any shard's stall is the engine's stop.
+	IntervalSet others;
+	for (size_t k = 1; k < shards_.size(); k++)
+		for (const auto &[from, to] : shards_[k]->stalls().intervals())
+			others.add(from, to);
+	Health r = owner().health(others);
+	for (size_t k = 1; k < shards_.size(); k++)
+		merge_health(r, shards_[k]->health());
+	judge_health(r, opt_);
+	return r;
+}
+
+const HostCounters &Engine::host_counters(const std::string &host)
+{
+	const int k = shard_of(host);
+	return shards_[size_t(k < 0 ? 0 : k)]->host_counters(host); // unknown: the owner's error
+}
+
+std::vector<std::string> Engine::host_names() const
+{
+	std::vector<std::string> v;
+	for (const HostDesc &h : desc_.hosts)
+		if (shard_of(h.name) >= 0)
+			v.push_back(h.name);
+	return v;
+}
+
+const SenderStats &Engine::sender_stats(QpHandle h) const { return of(h).sender_stats(qps_[h].local); }
+cc::CounterList Engine::cc_counters(QpHandle h) const { return of(h).cc_counters(qps_[h].local); }
+const ReceiverStats &Engine::receiver_stats(QpHandle h) const { return of(h).receiver_stats(qps_[h].local); }
+Engine::PathInfo Engine::path(const std::string &a, const std::string &b) const { return owner().path(a, b); }
+uint64_t Engine::min_base_rtt_ns() const { return owner().min_base_rtt_ns(); }
+uint64_t Engine::max_base_rtt_ns() const { return owner().max_base_rtt_ns(); }
+
+Status Engine::sample_queue(const std::string &sw, const std::string &port, uint64_t interval_ns)
+{
+	return owner().sample_queue(sw, port, interval_ns);
+}
+Status Engine::sample_all_queues(uint64_t interval_ns) { return owner().sample_all_queues(interval_ns); }
+const std::vector<QueueSeries> &Engine::queue_series() const { return owner().queue_series(); }
+const std::vector<std::pair<uint64_t, uint64_t>> &Engine::rx_series() const { return owner().rx_series(); }
+void Engine::clear_queue_series() { owner().clear_queue_series(); }
+
+const Histogram &Engine::loop_delay(Signal s) const
+{
+	if (shards_.size() == 1)
+		return owner().loop_delay(s);
+	Histogram &m = loop_delay_[size_t(s)];
+	m = Histogram();
+	for (const auto &sh : shards_)
+		m.merge(sh->loop_delay(s));
+	return m;
+}
+
+const Histogram &Engine::bts_loop_by_origin(size_t origin) const
+{
+	origin = std::min(origin, kBtsOrigins - 1);
+	if (shards_.size() == 1)
+		return owner().bts_loop_by_origin(origin);
+	Histogram &m = bts_loop_origin_[origin];
+	m = Histogram();
+	for (const auto &sh : shards_)
+		m.merge(sh->bts_loop_by_origin(origin));
+	return m;
+}
+
+uint64_t Engine::paused_until(QpHandle h) const { return of(h).paused_until(qps_[h].local); }
+uint64_t Engine::paused_ns(QpHandle h) const { return of(h).paused_ns(qps_[h].local); }
+uint64_t Engine::rto_deadline(QpHandle h) const { return of(h).rto_deadline(qps_[h].local); }
+
+Affected Engine::affected() const
+{
+	Affected a = owner().affected();
+	for (size_t k = 1; k < shards_.size(); k++) {
+		const Affected b = shards_[k]->affected();
+		for (const auto &[from, to] : b.all.intervals())
+			a.all.add(from, to);
+		for (const auto &[name, s] : b.host)
+			for (const auto &[from, to] : s.intervals())
+				a.host[name].add(from, to);
+	}
+	return a;
+}
+
+const cc::Output &Engine::cc_output(QpHandle h) const { return of(h).cc_output(qps_[h].local); }
+const std::vector<RatePoint> &Engine::trace(QpHandle h) const { return of(h).trace(qps_[h].local); }
+std::string Engine::cc_describe(QpHandle h) const { return of(h).cc_describe(qps_[h].local); }
+
+Endpoint Engine::endpoint(const std::string &host) const
+{
+	for (const HostDesc &h : desc_.hosts)
+		if (h.name == host)
+			return h.ep;
+	return Endpoint{};
+}
+
+size_t Engine::cable_count() const
+{
+	size_t n = 0;
+	for (const auto &s : shards_)
+		n += s->cable_count();
+	return n;
+}
+
+} // namespace qn::tp

@@ -176,10 +176,12 @@ struct ShardRole {
 };
 
 // The split of an engine's hosts and cables between `n` shards: hosts in the description's order
-// (a rack's and a pod's hosts are contiguous there) in blocks whose sizes differ by at most one,
-// cables likewise (a cable, both its ends, is one unit). Hosts the engine does not serve
-// (`served` false) go to no shard (-1). `n` is capped at the number of served hosts plus
-// cables (at least 1). Return: per host and per cable, its shard; `shards` the count used.
+// (a rack's and a pod's hosts are contiguous there) in blocks whose sizes differ by at most one;
+// a cable (both its ends, one unit) with the shard whose hosts are nearest to it, so a pod's
+// cables go with the pod's hosts, and a cable equally near to several (a core link) to the
+// shard with the fewest cables. Hosts the engine does not serve (`served` false) go to no shard
+// (-1). `n` is capped at the number of served hosts plus cables, and lowered until every shard
+// serves something. Return: per host and per cable, its shard; `shards` the count used.
 struct ShardPlan {
 	size_t shards = 1;
 	std::vector<int> host, cable;

@@ -58,6 +58,7 @@ struct HostDesc {
 // last bit does; the upstream HTB releases it at its first) and delay_ns.
 struct CableDesc {
 	std::string name;
+	int link = -1;          // the link of EngineDesc::links it is (-1: unknown)
 	uint64_t delay_ns = 0;
 	uint64_t rate_bps = 0;  // 0: no serialization added
 	double error_rate = 0;

@@ -90,6 +90,60 @@ bool engine_serves(const EngineOptions &o, const std::string &name)
 	return o.only_hosts.empty() || std::find(o.only_hosts.begin(), o.only_hosts.end(), name) != o.only_hosts.end();
 }
 
+namespace {
+
+// Per node of the fabric: the shard whose hosts are nearest (-1: a tie, or no host reaches it).
+// Hosts vote for their shard; a node takes the votes of its neighbours one hop nearer to the
+// hosts (breadth first from every host at once; hosts do not forward).
+std::vector<int> home_shards(const EngineDesc &d, const std::vector<int> &host_shard, size_t n)
+{
+	const size_t nodes = d.nodes.size();
+	std::vector<std::vector<size_t>> adj(nodes);
+	for (const FabricLink &l : d.links)
+		if (l.a >= 0 && l.b >= 0 && size_t(l.a) < nodes && size_t(l.b) < nodes) {
+			adj[size_t(l.a)].push_back(size_t(l.b));
+			adj[size_t(l.b)].push_back(size_t(l.a));
+		}
+	std::vector<int> dist(nodes, -1);
+	std::vector<std::vector<uint64_t>> votes(nodes, std::vector<uint64_t>(n, 0));
+	std::vector<size_t> layer;
+	for (size_t i = 0; i < d.hosts.size(); i++) {
+		const int node = d.hosts[i].node;
+		if (host_shard[i] < 0 || node < 0 || size_t(node) >= nodes)
+			continue;
+		dist[size_t(node)] = 0;
+		votes[size_t(node)][size_t(host_shard[i])]++;
+		layer.push_back(size_t(node));
+	}
+	while (!layer.empty()) {
+		std::vector<size_t> next;
+		for (size_t u : layer) {
+			if (dist[u] > 0 && d.nodes[u].host)
+				continue; // hosts do not forward
+			for (size_t v : adj[u]) {
+				if (dist[v] >= 0 && dist[v] != dist[u] + 1)
+					continue;
+				if (dist[v] < 0) {
+					dist[v] = dist[u] + 1;
+					next.push_back(v);
+				}
+				for (size_t s = 0; s < n; s++)
+					votes[v][s] += votes[u][s];
+			}
+		}
+		layer = std::move(next);
+	}
+	std::vector<int> home(nodes, -1);
+	for (size_t v = 0; v < nodes; v++) {
+		const auto top = std::max_element(votes[v].begin(), votes[v].end());
+		if (*top > 0 && std::count(votes[v].begin(), votes[v].end(), *top) == 1)
+			home[v] = int(top - votes[v].begin());
+	}
+	return home;
+}
+
+} // namespace
+
 ShardPlan plan_shards(const EngineDesc &d, const std::vector<bool> &served, size_t n)
 {
 	const size_t hosts = size_t(std::count(served.begin(), served.end(), true));
@@ -107,10 +161,33 @@ ShardPlan plan_shards(const EngineDesc &d, const std::vector<bool> &served, size
 				p.host[i] = int(k++ * n / hosts);
 				units[size_t(p.host[i])]++;
 			}
+		// A cable goes with the hosts nearest to it: its frames are mostly theirs (a pod's
+		// cables with the pod's hosts), so a shard's frames cross its own cables. A cable
+		// between equally near groups (core links) goes to the shard with the fewest cables.
+		const std::vector<int> home = home_shards(d, p.host, n);
+		std::vector<size_t> per(n, 0);
+		std::vector<size_t> tied;
 		for (size_t c = 0; c < cables; c++) {
-			p.cable[c] = int(c * n / cables);
-			units[size_t(p.cable[c])]++;
+			const int li = d.cables[c].link;
+			int h = -1;
+			if (li >= 0 && size_t(li) < d.links.size()) {
+				const int a = home[size_t(d.links[size_t(li)].a)], b = home[size_t(d.links[size_t(li)].b)];
+				h = a == b ? a : a < 0 ? b : b < 0 ? a : -1;
+			}
+			if (h < 0) {
+				tied.push_back(c);
+				continue;
+			}
+			p.cable[c] = h;
+			per[size_t(h)]++;
 		}
+		for (size_t c : tied) {
+			const size_t s = size_t(std::min_element(per.begin(), per.end()) - per.begin());
+			p.cable[c] = int(s);
+			per[s]++;
+		}
+		for (size_t s = 0; s < n; s++)
+			units[s] += per[s];
 		// Every shard serves something (fewer hosts than shards and no cable for the rest:
 		// fewer shards).
 		if (n == 1 || std::find(units.begin(), units.end(), 0) == units.end())

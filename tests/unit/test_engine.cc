@@ -846,9 +846,11 @@ TEST_CASE("engine__plan_shards_splits_hosts_and_cables_evenly_and_whole", "[engi
 		EngineDesc d = desc(*text);
 		// (without probes the description names no cable: one per switch-to-switch link, as
 		// `topo up` makes them for links with a delay)
-		for (const FabricLink &l : d.links)
+		for (size_t i = 0; i < d.links.size(); i++) {
+			const FabricLink &l = d.links[i];
 			if (!d.nodes[size_t(l.a)].host && !d.nodes[size_t(l.b)].host)
-				d.cables.push_back(CableDesc{d.nodes[size_t(l.a)].name + "-" + d.nodes[size_t(l.b)].name});
+				d.cables.push_back(CableDesc{d.nodes[size_t(l.a)].name + "-" + d.nodes[size_t(l.b)].name, int(i)});
+		}
 		REQUIRE(d.hosts.size() == 16);
 		REQUIRE(d.cables.size() == 32);
 		const ShardPlan p = plan_shards(d, std::vector<bool>(d.hosts.size(), true), 2);
@@ -857,8 +859,18 @@ TEST_CASE("engine__plan_shards_splits_hosts_and_cables_evenly_and_whole", "[engi
 		CHECK(std::count(p.host.begin(), p.host.end(), 1) == 8);
 		CHECK(std::count(p.cable.begin(), p.cable.end(), 0) == 16);
 		CHECK(std::count(p.cable.begin(), p.cable.end(), 1) == 16);
-		// hosts of a pod stay together: the first 8 (pods 0 and 1) on shard 0
+		// hosts of a pod stay together: the first 8 (pods 1 and 2) on shard 0
 		CHECK(std::is_sorted(p.host.begin(), p.host.end()));
+		// and a pod's cables (edge to aggregation, aggregation to core: names eP.. and aP..)
+		// with them: pods 1 and 2 on shard 0, pods 3 and 4 on shard 1
+		for (size_t c = 0; c < d.cables.size(); c++) {
+			const FabricLink &l = d.links[size_t(d.cables[c].link)];
+			const std::string &a = d.nodes[size_t(l.a)].name, &b = d.nodes[size_t(l.b)].name;
+			const std::string &pod = a[0] == 'c' ? b : a;
+			CAPTURE(a, b);
+			REQUIRE((pod[0] == 'e' || pod[0] == 'a'));
+			CHECK(p.cable[c] == (pod[1] <= '2' ? 0 : 1));
+		}
 	}
 	SECTION("more shards than hosts and cables, unserved hosts, none asked")
 	{

@@ -116,6 +116,7 @@ tp::EngineDesc engine_desc(const Topology &t, const PortFactory &ports, bool pro
 		for (const CableSpec &c : cable_specs(t)) {
 			tp::CableDesc cb;
 			cb.name = c.name;
+			cb.link = c.link;
 			cb.delay_ns = c.delay_ns;
 			cb.rate_bps = c.rate_bps;
 			cb.error_rate = c.error_rate;

@@ -174,6 +174,7 @@ int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 	cli::time(app, "--base-rtt", g.eng.base_rtt_ns, "the base RTT parameters scale with");
 	// frames of lateness a backlogged host link absorbs (0: none, 48ec9aa's pacer)
 	cli::number(app, "--link-credit", g.eng.link_credit_frames, 0, 64, "the link pacer's credit in frames (default 0.5)");
+	cli::number(app, "--shards", g.eng.shards, 0, 64, "the engine's threads (0: one per CPU; default 1)");
 	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
 		return rc;
 	if (no_np)

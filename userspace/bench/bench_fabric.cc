@@ -388,11 +388,7 @@ Result<FabricShapeResult> bench_shape(const ShapeDef &s, const FabricBenchOption
 				}
 				r.mean_hops = flows.empty() ? 0 : hops / double(flows.size());
 			}
-			tp::RunOptions ro;
-			ro.qp.cc.scheme = "none";
-			ro.stop = o.stop;
-			ro.timeout_ns = capacity_timeout_ns(flows);
-			auto c = capacity_of(**e, flows, ro);
+			auto c = capacity_of(**e, flows, capacity_run_options(flows, o.stop));
 			if (!c)
 				return c.error();
 			r.capacity_rounds.push_back(*c / 1e9);

@@ -32,6 +32,15 @@ uint64_t capacity_timeout_ns(const std::vector<tp::FlowSpec> &flows)
 	return std::max<uint64_t>(4'000'000'000ULL, bytes * 8 * 1'000'000'000ULL / 20'000'000ULL);
 }
 
+tp::RunOptions capacity_run_options(const std::vector<tp::FlowSpec> &flows, std::function<bool()> stop)
+{
+	tp::RunOptions ro;
+	ro.qp.cc.scheme = "none:lossless";
+	ro.stop = std::move(stop);
+	ro.timeout_ns = capacity_timeout_ns(flows);
+	return ro;
+}
+
 Result<double> capacity_of(tp::Engine &e, const std::vector<tp::FlowSpec> &flows, const tp::RunOptions &ro)
 {
 	double best = 0;

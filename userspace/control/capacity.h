@@ -6,6 +6,7 @@
 // Units: payload bit/s of wall time.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,14 @@ std::vector<tp::FlowSpec> ring_flows(const std::vector<std::string> &hosts, cons
 uint64_t capacity_timeout_ns(const std::vector<tp::FlowSpec> &flows);
 
 Result<double> capacity_of(tp::Engine &e, const std::vector<tp::FlowSpec> &flows, const tp::RunOptions &ro);
+
+// The run options of the capacity measure for `flows`: no congestion control, an ACK per
+// packet, and the retransmission timeout of a lossless fabric ("none:lossless", a RoCE NIC's
+// 67 ms), since the switches run PFC while it is measured and drop nothing. With IRN's 100 us
+// (the lossy "none", before 2026-11-29) the measure's own overload, every sender at line rate
+// at D = 1 with millisecond queues, fired timeouts spuriously: go-back-N resent 8-80% of the
+// packets of a k=4 ring, more with the engine's shards, whose senders run ahead of a busy
+// receiver's shard (docs/PERFORMANCE.md "Shards").
+tp::RunOptions capacity_run_options(const std::vector<tp::FlowSpec> &flows, std::function<bool()> stop);
 
 } // namespace qn

@@ -421,10 +421,7 @@ Status calibrate(ExperimentRun &c, double forced_d)
 		QN_TRY(base_rtts(**e));
 		if (auto st = set_running_switches(c.name, {{"pfc", "on"}}); !st)
 			return st.error();
-		RunOptions ro;
-		ro.qp.cc.scheme = "none";
-		ro.stop = c.hooks.stop;
-		ro.timeout_ns = capacity_timeout_ns(conc);
+		const RunOptions ro = capacity_run_options(conc, c.hooks.stop);
 		// The payload bit/s a flow list moved at once (control/capacity.h: the best of three).
 		auto aggregate = [&](const std::vector<FlowSpec> &fl) { return capacity_of(**e, fl, ro); };
 		// One pair alone (reported: what the engine moves for a single flow).

@@ -268,14 +268,18 @@ struct Tput {
 	double gbps = 0, msgs_per_s = 0;
 };
 
-// One QP posting `size`-byte messages with `outstanding` in flight for `seconds`.
+// One QP posting `size`-byte messages with `outstanding` in flight for `seconds`; with two
+// shards, the sender on one and the receiver on the other (each thread on its own CPU).
 Result<Tput> engine_tput(const Topology &t, const Dilation &d, uint64_t size, int outstanding, double seconds,
-			 uint32_t ack_every)
+			 uint32_t ack_every, uint32_t shards = 1)
 {
 	EngineOptions eo;
+	eo.shards = shards;
 	auto e = Engine::open(engine_desc(t), d, eo);
 	if (!e)
 		return e.error();
+	if (shards > 1 && (*e)->shard_of("h1") == (*e)->shard_of("h2"))
+		return make_error("bench transport: h1 and h2 on one shard (" + std::to_string((*e)->shard_count()) + " shards)");
 	QpOptions qo;
 	qo.ack_every = ack_every;
 	auto h = (*e)->connect("h1", "h2", qo);
@@ -308,7 +312,7 @@ Result<std::string> bench_transport(const TransportBenchOptions &o)
 	uo.dilation = *d;
 	Down down;
 	QN_TRY(topo_up(*t, uo));
-	std::vector<double> eb50, eb99, es50, es99, r50, r99, u50, u99, raw_tx, eng_gp, eng_gp16, eng_mps;
+	std::vector<double> eb50, eb99, es50, es99, r50, r99, u50, u99, raw_tx, eng_gp, eng_gp16, eng_gp2, eng_mps;
 	size_t lost = 0;
 	for (int r = 0; r < o.rounds; r++) {
 		auto eb = engine_rtt(*t, *d, true, o.pings);
@@ -340,6 +344,10 @@ Result<std::string> bench_transport(const TransportBenchOptions &o)
 		if (!gp16)
 			return gp16.error();
 		eng_gp16.push_back(gp16->gbps);
+		auto gp2 = engine_tput(*t, *d, 64 * 1024, 8, o.seconds, 1, 2);
+		if (!gp2)
+			return gp2.error();
+		eng_gp2.push_back(gp2->gbps);
 		auto mps = engine_tput(*t, *d, 64, 256, o.seconds, 1);
 		if (!mps)
 			return mps.error();
@@ -359,11 +367,13 @@ Result<std::string> bench_transport(const TransportBenchOptions &o)
 		      "raw AF_XDP TX of 2 KB frames (32 per kick, no ACKs): %.2f Gbit/s payload\n"
 		      "one QP, 64 KiB messages, ACK per packet:   %.2f Gbit/s goodput, ratio to raw %.2f (goal >= 0.70)\n"
 		      "one QP, 64 KiB messages, ACK per 16:       %.2f Gbit/s goodput, ratio to raw %.2f\n"
+		      "one QP across two shards, ACK per packet:  %.2f Gbit/s goodput, ratio to raw %.2f (goal >= 0.80)\n"
 		      "64 B messages per second, one QP, one engine thread: %.0f\n"
 		      "lost ping-pongs (100 ms timeout): %zu\n",
 		      o.rounds, med(eb50), med(eb99), med(es50), med(es99), med(r50), med(r99), med(u50), med(u99),
 		      med(u50) / med(eb50), med(u99) / med(eb99), med(eb50) / med(r50), med(eb99) / med(r99), med(raw_tx),
-		      med(eng_gp), med(eng_gp) / med(raw_tx), med(eng_gp16), med(eng_gp16) / med(raw_tx), med(eng_mps), lost);
+		      med(eng_gp), med(eng_gp) / med(raw_tx), med(eng_gp16), med(eng_gp16) / med(raw_tx), med(eng_gp2),
+		      med(eng_gp2) / med(raw_tx), med(eng_mps), lost);
 	return std::string(buf) + bpf_stats_warning();
 }
 

@@ -87,8 +87,9 @@ struct EngineOptions {
 	// Shards: threads of the engine, each with its own hosts and cables (plan_shards), loop,
 	// sockets, timers and health, and so each with the kernel path of the frames it kicks on
 	// its own CPU. 0: one per CPU this process may run on (at most one per host or cable);
-	// 1: one thread, as before shards existed (docs/transport.md "Shards").
-	uint32_t shards = 1;
+	// 1: one thread, as before shards existed (docs/transport.md "Shards"). Unit tests on
+	// FakePorts that time one loop set 1.
+	uint32_t shards = 0;
 	// Pin shard k's thread to the k-th CPU this process may run on, for the duration of run().
 	bool pin_shards = true;
 	// Store and forward on host links and cables (common.md §4's base RTT: a full frame's

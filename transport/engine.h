@@ -1,5 +1,6 @@
 // engine.h - the host engine: the RDMA NIC of every emulated host and the cables between
-// switches, for one running topology, in one process and one event loop (DESIGN.md §1, §4).
+// switches, for one running topology, in one process, with one event loop per shard (a thread
+// per CPU; DESIGN.md §1, §4; docs/transport.md "Shards").
 //
 // Per host: one AF_XDP socket on the host veth (made inside the host's namespace), a link
 // pacer at the host's link rate, strict priority of control frames (ACK/NAK/CNP, priority 6)

@@ -363,10 +363,7 @@ Result<FabricShapeResult> bench_shape(const ShapeDef &s, const FabricBenchOption
 		{ // the engine: the calibration's measure
 			const double k1 = kernel_mib(), rss1 = rss_mib("self");
 			const auto o0 = std::chrono::steady_clock::now();
-			tp::EngineOptions eo;
-			if (o.shards)
-				eo.shards = o.shards;
-			auto e = tp::Engine::open(engine_desc(*t), *d, eo);
+			auto e = tp::Engine::open(engine_desc(*t), *d, o.engine);
 			if (!e)
 				return e.error();
 			if (round == 0) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "transport/engine.h"
 
 namespace qn {
 
@@ -23,7 +24,7 @@ struct FabricBenchOptions {
 	double seconds = 0.3;            // per raw measurement, per 64 sockets of the shape
 	bool json = false;
 	std::string prefix = "qnbf";     // topology names: the prefix and a shape code (s8, s32, ls, k4, k8, f320)
-	uint32_t shards = 0;             // the engine's shards (EngineOptions::shards; 0: its default)
+	tp::EngineOptions engine;        // the engine's options for the capacity measure
 	std::function<bool()> stop;      // true: stop after the current measurement (a signal)
 };
 

@@ -58,6 +58,7 @@ Result<Rtt> engine_rtt(const Topology &t, const Dilation &d, bool busy, int n)
 {
 	EngineOptions eo;
 	eo.busy_poll = busy;
+	eo.shards = 1; // one loop, as the raw ping-pong it is compared with (a run per ping)
 	auto e = Engine::open(engine_desc(t), d, eo);
 	if (!e)
 		return e.error();

@@ -5,7 +5,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "common/units.h"
+#include "transport/engine.h"
 
 namespace qn::cli {
 
@@ -146,5 +149,56 @@ inline int parse(CLI::App &app, int argc, char **argv, int first, std::FILE *hel
 	}
 	return -1;
 }
+
+// The engine's options, one table for every command that opens an engine (gen, engine, run,
+// bench fabric): an engine option added here is a flag of each of them, and reaches the
+// EngineOptions each one builds (apply: only the flags given; the rest keep the command's own
+// values, e.g. a preset's NIC delays).
+struct EngineFlags {
+	struct Flag {
+		const char *name, *doc;
+		double lo, hi;
+		bool whole;                 // an integer
+		double EngineFlags::*value; // NaN: not given
+		void (*set)(tp::EngineOptions &, double);
+	};
+	double link_credit = std::numeric_limits<double>::quiet_NaN();
+	double shards = std::numeric_limits<double>::quiet_NaN();
+	static std::vector<Flag> table()
+	{
+		return {
+			{"--link-credit", "the link pacer's credit in frames (default 0.5)", 0, 64, false, &EngineFlags::link_credit,
+			 [](tp::EngineOptions &o, double v) { o.link_credit_frames = v; }},
+			{"--shards", "the engine's threads, each with its own hosts and cables (0: one per CPU, the default)",
+			 0, 64, true, &EngineFlags::shards, [](tp::EngineOptions &o, double v) { o.shards = uint32_t(v); }},
+		};
+	}
+	void add_to(CLI::App &app)
+	{
+		for (const Flag &f : table()) {
+			double *out = &(this->*f.value);
+			app.add_option_function<std::string>(
+				f.name,
+				[out, f](const std::string &v) {
+					char *end = nullptr;
+					const double d = std::strtod(v.c_str(), &end);
+					if (v.empty() || *end || !(d >= f.lo && d <= f.hi) || (f.whole && d != std::floor(d))) {
+						char b[160];
+						std::snprintf(b, sizeof(b), "'%s' is not %s in [%g, %g]", v.c_str(),
+							      f.whole ? "an integer" : "a number", f.lo, f.hi);
+						throw CLI::ValidationError(f.name, b);
+					}
+					*out = d;
+				},
+				f.doc);
+		}
+	}
+	void apply(tp::EngineOptions &o) const
+	{
+		for (const Flag &f : table())
+			if (!std::isnan(this->*f.value))
+				f.set(o, this->*f.value);
+	}
+};
 
 } // namespace qn::cli

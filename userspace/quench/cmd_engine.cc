@@ -70,6 +70,7 @@ struct GenArgs {
 	bool keep_stages = false;            // do not set the switches' scheme stages (SFC) for the scheme
 	QpOptions qp;
 	EngineOptions eng;
+	cli::EngineFlags engine_flags; // applied to eng after parsing
 };
 
 std::vector<std::string> split(const std::string &s, char sep)
@@ -172,11 +173,10 @@ int parse_gen(int argc, char **argv, int first, GenArgs &g, const char *cmd)
 	cli::time(app, "--nic-delay", g.eng.nic_rx_delay_ns, "NIC receive delay");
 	cli::time(app, "--switch-delay", g.eng.switch_delay_ns, "switch delay");
 	cli::time(app, "--base-rtt", g.eng.base_rtt_ns, "the base RTT parameters scale with");
-	// frames of lateness a backlogged host link absorbs (0: none, 48ec9aa's pacer)
-	cli::number(app, "--link-credit", g.eng.link_credit_frames, 0, 64, "the link pacer's credit in frames (default 0.5)");
-	cli::number(app, "--shards", g.eng.shards, 0, 64, "the engine's threads (0: one per CPU; default 1)");
+	g.engine_flags.add_to(app); // --link-credit, --shards (cli.h)
 	if (int rc = cli::parse(app, argc, argv, first); rc >= 0)
 		return rc;
+	g.engine_flags.apply(g.eng);
 	if (no_np)
 		g.qp.cc.np = false;
 	if (no_hold)

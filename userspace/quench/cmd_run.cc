@@ -88,8 +88,7 @@ struct RunArgs {
 	std::string exp, out, name, format = "table";
 	double dilation = 0;
 	int attempts = 0;
-	double link_credit = -1; // frames a late host link absorbs (-1: the engine's default)
-	int shards = -1;         // the engine's threads (-1: the engine's default)
+	cli::EngineFlags engine_flags; // the engine's options given (applied over the experiment's)
 	double adapt_from = 0; // start at this D and adapt it as with auto D (controls, tests)
 	bool quiet = false;
 	double max_wall_s = 0; // --max-wall: no attempt starts that would end after this
@@ -111,8 +110,7 @@ int cmd_run(int argc, char **argv, int first)
 		->check(CLI::IsMember({"table", "json"}));
 	cli::number(app, "--attempts", a.attempts, 1, 10, "runs per scheme until one is VALID");
 	// negative control of the pacer's credit (docs/transport.md "The NIC model")
-	cli::number(app, "--link-credit", a.link_credit, 0, 64, "the link pacer's credit in frames (default 0.5)");
-	cli::number(app, "--shards", a.shards, 0, 64, "the engine's threads (0: one per CPU; default 1)");
+	a.engine_flags.add_to(app);
 	auto *adapt = cli::number(app, "--adapt-from", a.adapt_from, 1, kMaxDilation, "first D; CPU-bound attempts retried at 1.5 x D");
 	cli::number(app, "--dilation", a.dilation, 1, 1e5, "the D every scheme runs at (no calibration of D)")->excludes(adapt);
 	cli::number(app, "--max-wall", a.max_wall_s, 1, 1e7,
@@ -158,10 +156,7 @@ int cmd_run(int argc, char **argv, int first)
 	if (!prepared)
 		return die("run: " + prepared.error().to_string());
 	ExperimentRun &c = *prepared;
-	if (a.link_credit >= 0)
-		c.eo.link_credit_frames = a.link_credit;
-	if (a.shards >= 0)
-		c.eo.shards = uint32_t(a.shards);
+	a.engine_flags.apply(c.eo);
 	// topologies of runs that were killed (SIGKILL: no handler ran) go first
 	for (const auto &o : orphaned_topologies()) {
 		std::fprintf(stderr, "quench: run: taking down topology %s, left up by a quench run that is gone\n", o.c_str());

@@ -89,7 +89,7 @@ struct Args {
 	int fabric_rounds = 5;                // bench fabric --rounds
 	double fabric_seconds = 0.3;          // bench fabric --seconds
 	std::string fabric_prefix = "qnbf";   // bench fabric --prefix
-	uint32_t fabric_shards = 0;           // bench fabric --shards (0: the engine's default)
+	qn::cli::EngineFlags fabric_engine;   // bench fabric: the engine's options
 };
 
 // The topology, switch and bench commands on CLI11: every option where the command takes it,
@@ -212,7 +212,7 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 	qn::cli::number(*bfa, "--rounds", a.fabric_rounds, 1, 1000, "interleaved rounds per shape (medians; default 5)");
 	qn::cli::number(*bfa, "--seconds", a.fabric_seconds, 0.01, 60, "per raw measurement, per 64 sockets of the shape (default 0.3)");
 	bfa->add_option("--format", a.format, "table (default) or json")->check(CLI::IsMember({"table", "json"}));
-	qn::cli::number(*bfa, "--shards", a.fabric_shards, 1, 64, "the engine's shards (threads; default: the engine's)");
+	a.fabric_engine.add_to(*bfa); // --link-credit, --shards
 	bfa->add_option("--prefix", a.fabric_prefix, "topology names: PREFIX and a shape code (default qnbf: qnbfs8, qnbfk4, ...)");
 	for (CLI::App *c : {bsw, btr}) {
 		qn::cli::number(*c, "--seconds", a.seconds, 1e-3, 3600, "per measurement");
@@ -562,7 +562,7 @@ int cmd_bench(const Args &a)
 		o.seconds = a.fabric_seconds;
 		o.json = a.format == "json";
 		o.prefix = a.fabric_prefix;
-		o.shards = a.fabric_shards;
+		a.fabric_engine.apply(o.engine);
 		std::signal(SIGINT, [](int) { g_stop = 1; });
 		std::signal(SIGTERM, [](int) { g_stop = 1; });
 		o.stop = [] { return g_stop != 0; };

@@ -5,8 +5,10 @@
 # own statistics (kernel.bpf_stats_enabled) in a second window as a cross-check.
 # docs/PERFORMANCE.md "Where a packet's time goes" has the results and how to read them.
 #
-#   sudo scripts/profile.sh [--build DIR] [--seconds S] [--out DIR] [CASE ...]
+#   sudo scripts/profile.sh [--build DIR] [--seconds S] [--shards N] [--out DIR] [CASE ...]
 #
+# --shards N: the engine's threads (gen --shards; default the engine's, one per CPU). The
+# tables in docs/PERFORMANCE.md before cut 4 were taken with one thread (--shards 1).
 # Cases (default: all four):
 #   star-1hop   a star of 8 hosts at 100 Gbit/s, h1 -> h2: one switch
 #   k4-1hop     a k=4 fat-tree without cables (20 switches), h1 -> h2: one switch
@@ -20,13 +22,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 build="$here/../build"
 secs=3
 out=""
+shards=""
 cases=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build="$2"; shift 2 ;;
 	--seconds) secs="$2"; shift 2 ;;
 	--out) out="$2"; shift 2 ;;
-	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+	--shards) shards="$2"; shift 2 ;;
+	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
 	star-1hop|k4-1hop|k4-5hop|k4c-5hop) cases+=("$1"); shift ;;
 	*) echo "profile.sh: unknown argument '$1' (cases: star-1hop k4-1hop k4-5hop k4c-5hop)" >&2; exit 2 ;;
 	esac
@@ -93,7 +97,7 @@ for c in "${cases[@]}"; do
 	swd=$(cat "/run/quench/$topo.switchd.pid")
 	# Long enough for the warm-up and both windows; stopped with SIGINT once they are done.
 	"$q" gen "$topo" --pattern long --senders "$src" --dst "$dst" --size 1000GB --cc none \
-		--timeout "$((2 * secs + 30))s" >"$work/$c.gen.txt" 2>&1 &
+		--timeout "$((2 * secs + 30))s" ${shards:+--shards "$shards"} >"$work/$c.gen.txt" 2>&1 &
 	genpid=$!
 	engpid=$genpid
 	d0=$(tx_packets "$dns" "$dif")

@@ -87,9 +87,9 @@ struct EngineOptions {
 	std::vector<std::string> only_hosts; // serve these hosts only (empty = every host)
 	// Shards: threads of the engine, each with its own hosts and cables (plan_shards), loop,
 	// sockets, timers and health, and so each with the kernel path of the frames it kicks on
-	// its own CPU. 0: one per CPU this process may run on (at most one per host or cable);
-	// 1: one thread, as before shards existed (docs/transport.md "Shards"). Unit tests on
-	// FakePorts that time one loop set 1.
+	// its own CPU. 0 (automatic): one per CPU this process may run on (at most one per host or
+	// cable) when the fabric has more than one switch, else one; 1: one thread, as before shards
+	// existed (docs/transport.md "Shards").
 	uint32_t shards = 0;
 	// Pin shard k's thread to the k-th CPU this process may run on, for the duration of run().
 	bool pin_shards = true;
@@ -332,6 +332,12 @@ struct Health {
 					// their kept time (SwitchLink::kept_judged): their lost periods
 					// tag flows like any other
 	uint64_t sw_events_lost = 0;
+	// Per shard (Engine with several): its own loop's figures, in shard order.
+	struct PerShard {
+		size_t hosts = 0, cables = 0;
+		uint64_t stalls = 0, pass_stops = 0, overload_passes = 0, sleeps = 0, busy_wall_ns = 0;
+	};
+	std::vector<PerShard> shards;
 	std::string to_text() const;
 };
 

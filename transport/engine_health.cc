@@ -85,6 +85,16 @@ std::string Health::to_text() const
 	  << "  kicks carrying frames " << kicks << ": wall p50 " << kick_p50_wall_ns << " ns, p99 " << kick_p99_wall_ns
 	  << " ns, max " << kick_max_wall_ns << " ns; passes that sent " << passes << ": wall p50 " << pass_p50_wall_ns
 	  << " ns, p99 " << pass_p99_wall_ns << " ns, max " << pass_max_wall_ns << " ns\n";
+	if (shards.size() > 1) {
+		o << "  shards:";
+		for (size_t k = 0; k < shards.size(); k++) {
+			const PerShard &sh = shards[k];
+			o << (k ? ";" : "") << " " << k << " (" << sh.hosts << " hosts, " << sh.cables << " cables) stalls "
+			  << sh.stalls << ", stops " << sh.pass_stops << ", overload passes " << sh.overload_passes
+			  << ", sleeps " << sh.sleeps << ", busy " << sh.busy_wall_ns / 1000 << " us";
+		}
+		o << "\n";
+	}
 	if (!switch_links.empty()) {
 		char b[512];
 		std::snprintf(b, sizeof(b),
@@ -292,6 +302,8 @@ Health Shard::health(const IntervalSet &other_stalls)
 		r.tx_frames_peak = t->tx_peak;
 	}
 	r.tx_frames_per_port = opt_.frames_per_port / 2;
+	r.shards.push_back(Health::PerShard{hosts_.size(), cables_.size(), stalls_, pass_stops_, overload_passes_, sleeps_,
+					 busy_wall_ns_});
 	return r;
 }
 

@@ -81,6 +81,7 @@ void merge_health(Health &r, const Health &o)
 	// Each shard's CPU: the busiest one is what a larger D relieves (the paced check).
 	r.busy_wall_ns = std::max(r.busy_wall_ns, o.busy_wall_ns);
 	r.switch_links.insert(r.switch_links.end(), o.switch_links.begin(), o.switch_links.end());
+	r.shards.insert(r.shards.end(), o.shards.begin(), o.shards.end());
 }
 
 } // namespace
@@ -267,7 +268,16 @@ Status Engine::open_shards(const Dilation &d, PortPool *pool, const Clock *fake)
 	std::vector<bool> served(desc_.hosts.size());
 	for (size_t i = 0; i < desc_.hosts.size(); i++)
 		served[i] = engine_serves(opt_, desc_.hosts[i].name);
-	const size_t want = opt_.shards ? opt_.shards : std::max<size_t>(1, allowed_cpus().size());
+	// Automatic: one shard per CPU on a fabric of more than one switch, one on a single switch.
+	// A second shard halves a multi-hop fabric's D (its capacity bounds D), but it puts an engine
+	// loop on every CPU, and this machine stops two spinning threads far more often than one
+	// (`quench jitter`: 0-0.5 gaps over 500 us a second with one thread, 4-18 with two), so a
+	// single switch, whose D its timer jitter sets, gains nothing and loses runs (docs/transport.md
+	// "Shards", measured).
+	size_t switches = 0;
+	for (const FabricNode &n : desc_.nodes)
+		switches += !n.host;
+	const size_t want = opt_.shards ? opt_.shards : switches > 1 ? std::max<size_t>(1, allowed_cpus().size()) : 1;
 	const ShardPlan plan = plan_shards(desc_, served, want);
 	const DilatedClock clock0(d.milli()); // fabric time 0: the same instant for every shard
 	for (size_t k = 0; k < plan.shards; k++) {

@@ -371,6 +371,7 @@ Result<FabricShapeResult> bench_shape(const ShapeDef &s, const FabricBenchOption
 				r.mem_engine_mib = kernel_mib() - k1 + rss_mib("self") - rss1;
 				r.engine_fds = count_fds("self") - fds0;
 				r.frames_per_port = (*e)->frames_per_port();
+				r.shards = (*e)->shard_count();
 				const tp::EngineDesc &ed = (*e)->desc();
 				double hops = 0;
 				for (const auto &f : flows) {
@@ -518,7 +519,7 @@ Result<std::string> bench_fabric(const FabricBenchOptions &o)
 			       ",\"switches\":" + std::to_string(r.switches) + ",\"links\":" + std::to_string(r.links) +
 			       ",\"cables\":" + std::to_string(r.cables) + ",\"sockets\":" + std::to_string(r.sockets) +
 			       ",\"veth_pairs\":" + std::to_string(r.veth_pairs) +
-			       ",\"frames_per_port\":" + std::to_string(r.frames_per_port) + ",\"up_s\":" + fmt("%.3f", r.up_s) +
+			       ",\"frames_per_port\":" + std::to_string(r.frames_per_port) + ",\"shards\":" + std::to_string(r.shards) + ",\"up_s\":" + fmt("%.3f", r.up_s) +
 			       ",\"down_s\":" + fmt("%.3f", r.down_s) + ",\"mem_topo_mib\":" + fmt("%.1f", r.mem_topo_mib) +
 			       ",\"mem_engine_mib\":" + fmt("%.1f", r.mem_engine_mib) +
 			       ",\"engine_fds\":" + std::to_string(r.engine_fds) +
@@ -541,14 +542,14 @@ Result<std::string> bench_fabric(const FabricBenchOptions &o)
 	}
 	out = "fabric bench: every host sends to the next (a ring), D=1, PFC on, no CC; " + std::to_string(o.rounds) +
 	      " interleaved rounds, medians (Gbit/s of payload per wall second)\n"
-	      "shape        hosts sw  cables sockets  up s  down s  open s  topo MiB  engine MiB  fds  hops  capacity  raw_1core   limit  "
+	      "shape        hosts sw  cables sockets  up s  down s  open s  topo MiB  engine MiB  fds  hops shards  capacity  raw_1core   limit  "
 	      "/raw  /limit  per pair  per hop\n";
 	for (const auto &r : res) {
 		char b[512];
 		std::snprintf(b, sizeof(b),
-			      "%-12s %5zu %3zu %7zu %7zu %5.1f %7.1f %7.1f %9.0f %11.0f %4zu %5.2f %9.3f %10.3f %7.3f %5.2f %7.2f %9.4f %8.3f\n",
+			      "%-12s %5zu %3zu %7zu %7zu %5.1f %7.1f %7.1f %9.0f %11.0f %4zu %5.2f %6zu %9.3f %10.3f %7.3f %5.2f %7.2f %9.4f %8.3f\n",
 			      r.name.c_str(), r.hosts, r.switches, r.cables, r.sockets, r.up_s, r.down_s, r.engine_open_s, r.mem_topo_mib,
-			      r.mem_engine_mib, r.engine_fds + r.switchd_fds, r.mean_hops, r.capacity_gbps, r.raw_1core_gbps,
+			      r.mem_engine_mib, r.engine_fds + r.switchd_fds, r.mean_hops, r.shards, r.capacity_gbps, r.raw_1core_gbps,
 			      r.limit_gbps, r.ratio_to_raw(), r.ratio_to_limit(), r.hosts ? r.capacity_gbps / double(r.hosts) : 0,
 			      r.capacity_gbps * r.mean_hops);
 		out += b;

@@ -44,6 +44,7 @@ struct FabricShapeResult {
 	size_t sockets = 0;     // AF_XDP sockets: hosts + 2 x cables
 	size_t veth_pairs = 0;  // one per link, two per cable
 	uint32_t frames_per_port = 0;
+	size_t shards = 0;         // the engine's shards (its default, or --shards)
 	double up_s = 0, down_s = 0;
 	double mem_topo_mib = 0;   // kernel memory the topology took (namespaces, veths, qdiscs, maps) and switchd's RSS
 	double mem_engine_mib = 0; // kernel memory and this process's RSS the engine's sockets took (UMEM, rings)

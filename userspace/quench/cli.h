@@ -169,7 +169,7 @@ struct EngineFlags {
 		return {
 			{"--link-credit", "the link pacer's credit in frames (default 0.5)", 0, 64, false, &EngineFlags::link_credit,
 			 [](tp::EngineOptions &o, double v) { o.link_credit_frames = v; }},
-			{"--shards", "the engine's threads, each with its own hosts and cables (0: one per CPU, the default)",
+			{"--shards", "the engine's threads, each with its own hosts and cables (0, the default: one per CPU on a fabric of more than one switch, else one)",
 			 0, 64, true, &EngineFlags::shards, [](tp::EngineOptions &o, double v) { o.shards = uint32_t(v); }},
 		};
 	}

@@ -39,6 +39,8 @@ TEST_CASE("engine__default_rto_follows_the_scheme", "[engine]")
 #include <cmath>
 #include <map>
 
+#include <sched.h>
+
 #include "control/packet.h"
 #include "control/engine_desc.h"
 #include "control/fattree.h"
@@ -974,4 +976,36 @@ TEST_CASE("engine__two_shards_deliver_across_shards_in_order_and_by_content", "[
 	CHECK(en.host_counters("h3").rx_data_bytes > 0);
 	CHECK(en.host_counters("h2").rx_data_bytes > en.host_counters("h3").rx_data_bytes);
 	CHECK(en.host_counters("h4").rx_data_bytes == 0);
+}
+
+TEST_CASE("engine__automatic_shards_one_on_a_single_switch_one_per_cpu_on_a_fabric", "[engine]")
+{
+	PortFactory open = [](const std::string &, const std::string &, const std::string &,
+			      uint32_t) -> Result<std::unique_ptr<FramePort>> {
+		return std::unique_ptr<FramePort>(std::make_unique<FakePort>(64));
+	};
+	FakeClock clock;
+	EngineOptions o; // shards = 0: automatic
+	o.frames_per_port = 64;
+	REQUIRE(o.shards == 0);
+	auto star = parse_topology("name s\nswitch tor\nhost h[1..4]\nlink h[1..4] tor\n", "s.topo");
+	REQUIRE(star.ok());
+	auto e1 = Engine::open_on(engine_desc(*star, open, false), Dilation(), o, clock);
+	REQUIRE(e1.ok());
+	CHECK((*e1)->shard_count() == 1);
+	auto db = parse_topology("name d\nswitch s1\nswitch s2\nhost h[1..4]\nlink h[1..2] s1\nlink h[3..4] s2\nlink s1 s2\n",
+				 "d.topo");
+	REQUIRE(db.ok());
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+	const size_t cpus = size_t(CPU_COUNT(&set));
+	auto e2 = Engine::open_on(engine_desc(*db, open, false), Dilation(), o, clock);
+	REQUIRE(e2.ok());
+	CHECK((*e2)->shard_count() == std::min<size_t>(cpus, 4)); // 4 hosts (no cables without probes)
+	// --shards 1 keeps one loop on any fabric
+	o.shards = 1;
+	auto e3 = Engine::open_on(engine_desc(*db, open, false), Dilation(), o, clock);
+	REQUIRE(e3.ok());
+	CHECK((*e3)->shard_count() == 1);
 }

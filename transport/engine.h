@@ -190,6 +190,13 @@ struct ShardPlan {
 };
 ShardPlan plan_shards(const EngineDesc &d, const std::vector<bool> &served, size_t n);
 
+// Which shards of `plan` a flow between two hosts meets (a bit per shard): its endpoints' and
+// those of every cable on any of its shortest paths (switches route over shortest paths, and ECMP
+// may take any of them). A shard's stalls touch the flows it names (Affected::shard). Unknown
+// hosts: every shard.
+std::function<uint64_t(const std::string &, const std::string &)> flow_shards(const EngineDesc &d,
+										const ShardPlan &plan);
+
 
 // Queue depth samples of one switch egress port (bytes in its queue: charged at enqueue,
 // released at dequeue by the switch programs), taken at a fixed fabric-time interval.
@@ -449,9 +456,10 @@ public:
 	// The QP's retransmission deadline (fabric ns; UINT64_MAX: none armed).
 	uint64_t rto_deadline(QpHandle h) const;
 	// The periods since health_begin() when the emulator was not the fabric it models
-	// (fidelity.h): loop stalls (a shard's touch its own hosts, or every host when it serves a
-	// cable), and per host the link time its pacer or its switch port lost and the sends later
-	// than the lateness bound (late_p99_frac x base RTT). Engine fabric time.
+	// (fidelity.h): loop stalls (with several shards, a shard's touch the flows flow_shards
+	// names: its hosts' and those crossing its cables), and per host the link time its pacer or
+	// its switch port lost and the sends later than the lateness bound (late_p99_frac x base
+	// RTT). Engine fabric time.
 	Affected affected() const;
 	// The controller's current output for a QP.
 	const cc::Output &cc_output(QpHandle h) const;
@@ -498,6 +506,7 @@ private:
 	std::mutex cb_mu_;                  // callbacks, tick and done (several shards only)
 	std::atomic<bool> stop_{false};     // a shard's run ended: every shard stops
 	bool running_ = false;              // inside run() with several shards
+	std::function<uint64_t(const std::string &, const std::string &)> shards_of_; // flow_shards (several shards)
 	mutable std::array<Histogram, size_t(Signal::Count)> loop_delay_;
 	mutable std::array<Histogram, kBtsOrigins> bts_loop_origin_;
 };

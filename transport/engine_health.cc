@@ -403,21 +403,15 @@ void judge_health(Health &r, const EngineOptions &opt)
 Affected Shard::affected() const
 {
 	Affected a;
-	// A stall of this shard's loop held its own hosts; a cable it serves may carry any flow's
-	// frames (and with one shard every host is its own).
-	const bool stalls_touch_all = role_.count == 1 || !cables_.empty();
-	if (stalls_touch_all)
+	// One shard: its stalls held every host. Several: the engine gives each shard's stalls to
+	// the flows it touches (Engine::affected, flow_shards).
+	if (role_.count == 1)
 		a.all = stalled_;
 	for (const auto &[from, to] : sw_lost_all_.intervals())
 		a.all.add(from, to);
-	for (const auto &h : hosts_) {
-		IntervalSet s = h->affected;
-		if (!stalls_touch_all)
-			for (const auto &[from, to] : stalled_.intervals())
-				s.add(from, to);
-		if (!s.empty())
-			a.host[h->name] = std::move(s);
-	}
+	for (const auto &h : hosts_)
+		if (!h->affected.empty())
+			a.host[h->name] = h->affected;
 	for (const auto &[name, s] : foreign_affected_)
 		for (const auto &[from, to] : s.intervals())
 			a.host[name].add(from, to);

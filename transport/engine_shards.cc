@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <thread>
+#include <tuple>
 
 namespace qn::tp {
 
@@ -196,6 +197,81 @@ ShardPlan plan_shards(const EngineDesc &d, const std::vector<bool> &served, size
 	}
 }
 
+std::function<uint64_t(const std::string &, const std::string &)> flow_shards(const EngineDesc &d,
+										const ShardPlan &plan)
+{
+	struct Paths {
+		size_t nodes = 0;
+		std::vector<std::vector<size_t>> adj;
+		std::vector<bool> host;
+		std::map<std::string, std::pair<size_t, int>> host_of; // name -> (node, shard)
+		std::vector<std::tuple<size_t, size_t, int>> cables;   // end nodes, shard
+		std::map<size_t, std::vector<int>> dist;                // hops from a host's node
+		const std::vector<int> &from(size_t src)
+		{
+			auto it = dist.find(src);
+			if (it != dist.end())
+				return it->second;
+			std::vector<int> dd(nodes, -1);
+			std::vector<size_t> q{src};
+			dd[src] = 0;
+			for (size_t i = 0; i < q.size(); i++) {
+				const size_t u = q[i];
+				if (u != src && host[u])
+					continue; // hosts do not forward
+				for (size_t v : adj[u])
+					if (dd[v] < 0) {
+						dd[v] = dd[u] + 1;
+						q.push_back(v);
+					}
+			}
+			return dist.emplace(src, std::move(dd)).first->second;
+		}
+	};
+	auto p = std::make_shared<Paths>();
+	p->nodes = d.nodes.size();
+	p->adj.resize(p->nodes);
+	for (const FabricNode &n : d.nodes)
+		p->host.push_back(n.host);
+	for (const FabricLink &l : d.links)
+		if (l.a >= 0 && l.b >= 0 && size_t(l.a) < p->nodes && size_t(l.b) < p->nodes) {
+			p->adj[size_t(l.a)].push_back(size_t(l.b));
+			p->adj[size_t(l.b)].push_back(size_t(l.a));
+		}
+	for (size_t i = 0; i < d.hosts.size() && i < plan.host.size(); i++)
+		if (plan.host[i] >= 0 && d.hosts[i].node >= 0 && size_t(d.hosts[i].node) < p->nodes)
+			p->host_of[d.hosts[i].name] = {size_t(d.hosts[i].node), plan.host[i]};
+	for (size_t c = 0; c < d.cables.size() && c < plan.cable.size(); c++) {
+		const int li = d.cables[c].link;
+		if (li >= 0 && size_t(li) < d.links.size())
+			p->cables.emplace_back(size_t(d.links[size_t(li)].a), size_t(d.links[size_t(li)].b), plan.cable[c]);
+	}
+	const uint64_t every = plan.shards >= 64 ? ~uint64_t(0) : (uint64_t(1) << plan.shards) - 1;
+	// A cable whose link is unknown may be on any path: its shard touches every flow.
+	uint64_t always = 0;
+	for (size_t c = 0; c < d.cables.size() && c < plan.cable.size(); c++)
+		if (d.cables[c].link < 0 || size_t(d.cables[c].link) >= d.links.size())
+			always |= uint64_t(1) << (plan.cable[c] & 63);
+	return [p, every, always](const std::string &src, const std::string &dst) -> uint64_t {
+		auto a = p->host_of.find(src), b = p->host_of.find(dst);
+		if (a == p->host_of.end() || b == p->host_of.end())
+			return every;
+		uint64_t mask = always | uint64_t(1) << (a->second.second & 63) | uint64_t(1) << (b->second.second & 63);
+		const std::vector<int> &ds = p->from(a->second.first);
+		const std::vector<int> &dd = p->from(b->second.first);
+		const int hops = ds[b->second.first];
+		if (hops < 0)
+			return mask;
+		for (const auto &[u, v, shard] : p->cables) {
+			const bool on = (ds[u] >= 0 && dd[v] >= 0 && ds[u] + 1 + dd[v] == hops) ||
+					(ds[v] >= 0 && dd[u] >= 0 && ds[v] + 1 + dd[u] == hops);
+			if (on)
+				mask |= uint64_t(1) << (shard & 63);
+		}
+		return mask;
+	};
+}
+
 struct Engine::Inbox {
 	std::mutex mu;
 	std::vector<std::function<void(Shard &)>> q;
@@ -279,6 +355,8 @@ Status Engine::open_shards(const Dilation &d, PortPool *pool, const Clock *fake)
 		switches += !n.host;
 	const size_t want = opt_.shards ? opt_.shards : switches > 1 ? std::max<size_t>(1, allowed_cpus().size()) : 1;
 	const ShardPlan plan = plan_shards(desc_, served, want);
+	if (plan.shards > 1)
+		shards_of_ = flow_shards(desc_, plan);
 	const DilatedClock clock0(d.milli()); // fabric time 0: the same instant for every shard
 	for (size_t k = 0; k < plan.shards; k++) {
 		ShardRole role;
@@ -635,6 +713,8 @@ uint64_t Engine::rto_deadline(QpHandle h) const { return of(h).rto_deadline(qps_
 Affected Engine::affected() const
 {
 	Affected a = owner().affected();
+	if (shards_.size() == 1)
+		return a; // its stalls in `all`
 	for (size_t k = 1; k < shards_.size(); k++) {
 		const Affected b = shards_[k]->affected();
 		for (const auto &[from, to] : b.all.intervals())
@@ -643,6 +723,10 @@ Affected Engine::affected() const
 			for (const auto &[from, to] : s.intervals())
 				a.host[name].add(from, to);
 	}
+	// A shard's stalls: the flows whose endpoints or paths' cables are the shard's.
+	for (const auto &sh : shards_)
+		a.shard.push_back(sh->stalls());
+	a.shards_of = shards_of_;
 	return a;
 }
 

@@ -67,26 +67,27 @@ Ivs::const_iterator first_ending_after(const Ivs &v, uint64_t from)
 				[](uint64_t x, const std::pair<uint64_t, uint64_t> &iv) { return x < iv.second; });
 }
 
-// The length of the union of three sorted, disjoint interval lists, clipped to [from, to): a
-// merge over the intervals inside the window only, so a flow costs the periods in its lifetime
-// and a binary search, not a copy of every period (issue 45: the copy per touched flow kept the
+// The length of the union of sorted, disjoint interval lists, clipped to [from, to): a merge
+// over the intervals inside the window only, so a flow costs the periods in its lifetime and a
+// binary search per list, not a copy of every period (issue 45: the copy per touched flow kept the
 // 3,521-flow WebSearch scenario in tagging for over 40 minutes).
-uint64_t union_covered(const Ivs *const sets[3], uint64_t from, uint64_t to)
+uint64_t union_covered(const std::vector<const Ivs *> &sets, uint64_t from, uint64_t to)
 {
-	Ivs::const_iterator it[3], end[3];
-	for (int k = 0; k < 3; k++) {
+	const size_t n = sets.size();
+	std::vector<Ivs::const_iterator> it(n), end(n);
+	for (size_t k = 0; k < n; k++) {
 		it[k] = first_ending_after(*sets[k], from);
 		end[k] = sets[k]->end();
 	}
 	uint64_t total = 0, cur_a = 0, cur_b = 0;
 	bool open = false;
 	for (;;) {
-		// the next interval by start among the three lists, inside the window
-		int best = -1;
-		for (int k = 0; k < 3; k++)
-			if (it[k] != end[k] && it[k]->first < to && (best < 0 || it[k]->first < it[best]->first))
+		// the next interval by start among the lists, inside the window
+		size_t best = n;
+		for (size_t k = 0; k < n; k++)
+			if (it[k] != end[k] && it[k]->first < to && (best == n || it[k]->first < it[best]->first))
 				best = k;
-		if (best < 0)
+		if (best == n)
 			break;
 		const uint64_t a = std::max(it[best]->first, from), b = std::min(it[best]->second, to);
 		++it[best];
@@ -123,14 +124,21 @@ FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, 
 	};
 	uint64_t bytes = 0, tagged_bytes = 0, touched_bytes = 0;
 	double affected_bytes = 0;
+	std::vector<const Ivs *> sets;
 	for (size_t i = 0; i < flows.size(); i++) {
 		const FlowSpan &f = flows[i];
 		const IntervalSet &s = of(f.src), &d = of(f.dst);
-		const bool t = a.all.overlaps(f.from_ns, f.to_ns) || s.overlaps(f.from_ns, f.to_ns) ||
-			       d.overlaps(f.from_ns, f.to_ns);
+		sets.assign({&a.all.intervals(), &s.intervals(), &d.intervals()});
+		bool t = a.all.overlaps(f.from_ns, f.to_ns) || s.overlaps(f.from_ns, f.to_ns) || d.overlaps(f.from_ns, f.to_ns);
+		// the stalls of every shard its paths meet (Affected::shard)
+		const uint64_t mask = a.shard.empty() || !a.shards_of ? 0 : a.shards_of(f.src, f.dst);
+		for (size_t k = 0; k < a.shard.size() && k < 64; k++)
+			if (mask >> k & 1) {
+				sets.push_back(&a.shard[k].intervals());
+				t = t || a.shard[k].overlaps(f.from_ns, f.to_ns);
+			}
 		r.touched[i] = t;
 		if (t) {
-			const Ivs *const sets[3] = {&a.all.intervals(), &s.intervals(), &d.intervals()};
 			// A flow of zero length that meets a period lies wholly in it.
 			r.affected_frac[i] = f.to_ns > f.from_ns
 				? double(union_covered(sets, f.from_ns, f.to_ns)) / double(f.to_ns - f.from_ns) : 1.0;
@@ -150,11 +158,15 @@ FidelityReport tag_flows(const std::vector<FlowSpan> &flows, const Affected &a, 
 	Ivs all_iv = a.all.intervals();
 	for (const auto &[h, hs] : a.host)
 		all_iv.insert(all_iv.end(), hs.intervals().begin(), hs.intervals().end());
+	for (const auto &ss : a.shard)
+		all_iv.insert(all_iv.end(), ss.intervals().begin(), ss.intervals().end());
 	std::sort(all_iv.begin(), all_iv.end());
 	const IntervalSet any = IntervalSet::from_sorted(all_iv);
 	r.periods = a.all.size();
 	for (const auto &[h, hs] : a.host)
 		r.periods += hs.size();
+	for (const auto &ss : a.shard)
+		r.periods += ss.size();
 	r.time_affected_frac = to > from ? double(any.covered(from, to)) / double(to - from) : 0;
 	for (const auto &[a0, b0] : any.intervals()) {
 		const uint64_t a1 = std::max(a0, from), b1 = std::min(b0, to);

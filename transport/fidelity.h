@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,11 +36,16 @@ private:
 };
 
 // What the engine saw go wrong, in engine fabric time: periods that touched every host (the
-// event loop stalled) and periods of one host (its link lost time, or a frame of it left later
-// than the lateness bound).
+// event loop stalled, with one shard), periods of one host (its link lost time, or a frame of it
+// left later than the lateness bound) and periods of one shard (its loop stalled).
 struct Affected {
 	IntervalSet all;
 	std::map<std::string, IntervalSet> host;
+	// An engine of several shards: per shard, the periods its loop stalled; they touch a flow
+	// when `shards_of(src, dst)` (a bit per shard) names the shard: its endpoints' shards and the
+	// shards of the cables on any of its shortest paths (transport/engine.h flow_shards).
+	std::vector<IntervalSet> shard;
+	std::function<uint64_t(const std::string &src, const std::string &dst)> shards_of;
 };
 
 // A flow as the tagging sees it: its lifetime in engine fabric time and its endpoints.

@@ -105,9 +105,9 @@ public:
 	uint64_t paused_until(QpHandle h) const { return qps_[h]->pause_until; }
 	uint64_t paused_ns(QpHandle h) const { return qps_[h]->paused_ns; }
 	uint64_t rto_deadline(QpHandle h) const { return qps_[h]->snd.deadline(); }
-	// Engine::affected for this shard: its stalls touch every host when it serves a cable (a
-	// cable's frames may belong to any flow) or is the only shard, else its own hosts; the
-	// owner adds the lost periods the switches posted (for any host).
+	// Engine::affected for this shard: its hosts' periods and, the only shard, its stalls (with
+	// several, the engine gives them to the flows they touch); the owner adds the lost periods
+	// the switches posted (for any host).
 	Affected affected() const;
 	const cc::Output &cc_output(QpHandle h) const { return qps_[h]->out; }
 	const std::vector<RatePoint> &trace(QpHandle h) const { return qps_[h]->trace_points; }

@@ -874,6 +874,30 @@ TEST_CASE("engine__plan_shards_splits_hosts_and_cables_evenly_and_whole", "[engi
 			CHECK(p.cable[c] == (pod[1] <= '2' ? 0 : 1));
 		}
 	}
+	SECTION("which shards a flow meets: its endpoints' and its shortest paths' cables")
+	{
+		FatTreeSpec fs;
+		auto text = fattree_text(fs);
+		REQUIRE(text.ok());
+		EngineDesc d = desc(*text);
+		for (size_t i = 0; i < d.links.size(); i++) {
+			const FabricLink &l = d.links[i];
+			if (!d.nodes[size_t(l.a)].host && !d.nodes[size_t(l.b)].host)
+				d.cables.push_back(CableDesc{d.nodes[size_t(l.a)].name + "-" + d.nodes[size_t(l.b)].name, int(i)});
+		}
+		const ShardPlan p = plan_shards(d, std::vector<bool>(d.hosts.size(), true), 2);
+		auto of = flow_shards(d, p);
+		// h1..h8 (pods 1, 2) on shard 0, h9..h16 (pods 3, 4) on shard 1; a pod's cables with it
+		CHECK(of("h1", "h2") == 1u);  // one edge switch: no cable
+		CHECK(of("h1", "h5") == 1u);  // pod 1 to pod 2: their cables up to the cores and down, shard 0's
+		CHECK(of("h9", "h16") == 2u); // pods 3 to 4: shard 1's only
+		CHECK(of("h1", "h16") == 3u); // across: both
+		CHECK(of("h1", "nohost") == 3u); // unknown: every shard
+		// a cable whose link is not known may be on any path: its shard meets every flow
+		d.cables[0].link = -1;
+		auto of2 = flow_shards(d, p);
+		CHECK(of2("h9", "h16") == (2u | (1u << p.cable[0])));
+	}
 	SECTION("more shards than hosts and cables, unserved hosts, none asked")
 	{
 		const EngineDesc d = desc("name s\nswitch tor\nhost h[1..3]\nlink h[1..3] tor\n");

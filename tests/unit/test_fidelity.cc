@@ -206,3 +206,32 @@ TEST_CASE("tag_flows__spans_are_the_merged_periods_from_the_run_start", "[fideli
 	CHECK(m.spans.front() == std::pair<uint64_t, uint64_t>{0, 5});
 	CHECK(m.spans.back().first == 10 * (kMaxAffectedSpans - 1));
 }
+
+TEST_CASE("tag_flows__a_shards_stall_touches_only_the_flows_it_names", "[fidelity]")
+{
+	// Two shards: shard 0 stalled at [100, 150), shard 1 at [400, 420). shards_of names shard 0
+	// for h1 and h2, shard 1 for h3, both for a flow between them (as a flow's endpoints and
+	// cables would). a: h1->h2 over [0, 500] meets only shard 0's stall; b: h3->h3' (h3->h4,
+	// shard 1) over [0, 500] only shard 1's; c: h1->h3 over [0, 500] both.
+	Affected a;
+	a.shard.resize(2);
+	a.shard[0].add(100, 150);
+	a.shard[1].add(400, 420);
+	a.shards_of = [](const std::string &s, const std::string &d) -> uint64_t {
+		auto of = [](const std::string &h) { return h == "h1" || h == "h2" ? 1u : 2u; };
+		return of(s) | of(d);
+	};
+	std::vector<FlowSpan> f = {{"h1", "h2", 0, 500, 1000}, {"h3", "h4", 0, 500, 1000}, {"h1", "h3", 0, 500, 1000}};
+	FidelityReport r = tag_flows(f, a, 0, 1000);
+	REQUIRE(r.affected_frac.size() == 3);
+	CHECK(r.affected_frac[0] == Approx(50.0 / 500.0));
+	CHECK(r.affected_frac[1] == Approx(20.0 / 500.0));
+	CHECK(r.affected_frac[2] == Approx(70.0 / 500.0));
+	CHECK(r.periods == 2);
+	CHECK(r.time_affected_frac == Approx(70.0 / 1000.0));
+	// Without shards_of (or with one naming every shard), every flow meets both stalls.
+	a.shards_of = [](const std::string &, const std::string &) -> uint64_t { return 3; };
+	FidelityReport all = tag_flows(f, a, 0, 1000);
+	for (double x : all.affected_frac)
+		CHECK(x == Approx(70.0 / 500.0));
+}

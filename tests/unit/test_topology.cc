@@ -1,8 +1,10 @@
 // Topology files, derivation, the ns-3 importer and ECMP routes (docs/topology-format.md).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 
+#include "control/bringup.h"
 #include "control/topology.h"
 
 using namespace qn;
@@ -302,5 +304,37 @@ TEST_CASE("parse_ns3_topology__bad_files", "[topology][ns3]")
 			REQUIRE_FALSE(t.ok());
 			CHECK_THAT(t.error().message, Catch::Contains(c.expect));
 		}
+	}
+}
+
+TEST_CASE("up_flags__one_table_for_the_cli_and_the_meta_file", "[topology]")
+{
+	// Every flag, field and meta key once.
+	std::set<std::string> flags, keys;
+	std::vector<bool UpOptions::*> fields;
+	for (const UpFlag &f : up_flags()) {
+		CHECK(flags.insert(f.flag).second);
+		CHECK(keys.insert(f.meta).second);
+		CHECK(std::find(fields.begin(), fields.end(), f.field) == fields.end());
+		fields.push_back(f.field);
+		CHECK(std::string(f.flag).rfind("--", 0) == 0);
+	}
+	REQUIRE(keys.size() >= 3);
+	auto cabled = parse_topology("name d\ndefaults delay=1us\nswitch s[1..2]\nhost h[1..2]\nlink h1 s1\nlink h2 s2\nlink s1 s2\n",
+				     "d.topo");
+	auto plain = parse_topology("name p\nswitch s1\nhost h[1..2]\nlink h[1..2] s1\n", "p.topo");
+	REQUIRE(cabled.ok());
+	REQUIRE(plain.ok());
+	UpOptions o; // the defaults: steering and cables on, no RPS
+	CHECK(up_flags_meta(*cabled, o) == "steering yes\ncables yes\nrps no\n");
+	CHECK(up_flags_meta(*plain, o) == "steering yes\ncables no\nrps no\n"); // no delayed switch link
+	o.rps = true;
+	o.cables = false;
+	CHECK(up_flags_meta(*cabled, o) == "steering yes\ncables no\nrps yes\n");
+	// a flag that negates sets its field to false
+	for (const UpFlag &f : up_flags()) {
+		UpOptions d;
+		CAPTURE(f.flag);
+		CHECK(d.*f.field == f.negates); // a flag changes its default
 	}
 }

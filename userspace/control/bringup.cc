@@ -293,6 +293,28 @@ HtbPlan plan_htb(uint64_t fabric_rate_bps, uint32_t mtu, uint64_t buffer_bytes, 
 
 static Status finish_up(const Topology &t, const UpOptions &o, const std::string &meta);
 
+const std::vector<UpFlag> &up_flags()
+{
+	static const std::vector<UpFlag> flags = {
+		{"--no-steering", "no XDP steering on host ports", &UpOptions::attach_steering, true, "steering"},
+		{"--no-cables", "delayed switch links become plain veths", &UpOptions::cables, true, "cables"},
+		{"--rps", "switch ports spread what they receive over every online CPU (RPS)", &UpOptions::rps, false, "rps"},
+	};
+	return flags;
+}
+
+std::string up_flags_meta(const Topology &t, const UpOptions &o)
+{
+	std::string m;
+	for (const UpFlag &f : up_flags()) {
+		bool on = o.*f.field;
+		if (f.field == &UpOptions::cables)
+			on = on && !cable_links(t).empty();
+		m += std::string(f.meta) + (on ? " yes\n" : " no\n");
+	}
+	return m;
+}
+
 // Run `step` for every switch of `t`, on as many threads as the machine has CPUs (at most 4).
 // Each switch's step is its own (namespace, BPF objects, pins, tc) and most of it is the
 // kernel's verifier on the switch programs, CPU-bound (about 0.29 s a switch), so a fabric's
@@ -482,8 +504,7 @@ Status topo_up(const Topology &t, const UpOptions &o)
 	std::string text = t.to_text();
 	char dil[32];
 	std::snprintf(dil, sizeof(dil), "%.6g", o.dilation.factor());
-	std::string meta = std::string("dilation ") + dil + "\nsource " + t.source + "\ncables " +
-			   (o.cables && !cable_links(t).empty() ? "yes" : "no") + "\nrps " + (o.rps ? "yes" : "no") + "\n";
+	std::string meta = std::string("dilation ") + dil + "\nsource " + t.source + "\n" + up_flags_meta(t, o);
 	{
 		auto old = read_file(state_path(t.name));
 		auto old_meta = read_file(meta_path(t.name));

@@ -30,6 +30,21 @@ struct UpOptions {
 				     // engine cannot see (docs/PERFORMANCE.md "Cut 2, tried")
 };
 
+// The options of `topo up` a user sets, one table (an option is added here once): its flag,
+// the UpOptions field it sets (to false when it `negates`), and its key in the topology's meta
+// file, so a topology brought up again with other options is made again instead of being taken
+// as already up (or changed in place).
+struct UpFlag {
+	const char *flag, *doc;
+	bool UpOptions::*field;
+	bool negates;
+	const char *meta;
+};
+const std::vector<UpFlag> &up_flags();
+// The meta lines of `o` for `t`, one per up_flags() entry ("KEY yes|no"); cables say yes only
+// when `t` has a delayed switch-to-switch link.
+std::string up_flags_meta(const Topology &t, const UpOptions &o);
+
 // The hex mask of every online CPU, as rps_cpus takes it (32-bit groups, comma-separated, most
 // significant first), from the text of /sys/devices/system/cpu/online ("0-1", "0,2-5").
 // Return: an error naming the text when it is not a CPU list.

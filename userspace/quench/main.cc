@@ -59,9 +59,7 @@ struct Args {
 	double dilation = 1.0;
 	bool dilation_auto = false;   // topo up --dilation auto
 	bool all = false;
-	bool no_steering = false;
-	bool no_cables = false;
-	bool rps = false;
+	std::map<std::string, bool> up_flags; // topo up's flags by name (qn::up_flags())
 	bool detail = false; // topo show --detail
 	bool verbose = false;
 	double watch = -1;
@@ -148,9 +146,8 @@ int parse_args(int argc, char **argv, Args &a, std::FILE *help_out = stdout)
 		->type_name("D|auto");
 	up->add_option("--format", a.format, "text (default) or json: what came up, its D and, with --dilation auto, the calibration")
 		->check(CLI::IsMember({"text", "json"}));
-	up->add_flag("--no-steering", a.no_steering, "no XDP steering on host ports");
-	up->add_flag("--no-cables", a.no_cables, "delayed switch links become plain veths");
-	up->add_flag("--rps", a.rps, "switch ports spread what they receive over every online CPU (RPS)");
+	for (const qn::UpFlag &f : qn::up_flags())
+		up->add_flag(f.flag, a.up_flags[f.flag], f.doc);
 	CLI::App *down = topo->add_subcommand("down", "remove what `topo up` made");
 	args(down, "FILE|NAME", false);
 	params(down);
@@ -403,9 +400,8 @@ int cmd_topo(const Args &a)
 			return fail(d.error().to_string());
 		qn::UpOptions o;
 		o.dilation = *d;
-		o.attach_steering = !a.no_steering;
-		o.cables = !a.no_cables;
-		o.rps = a.rps;
+		for (const qn::UpFlag &f : qn::up_flags())
+			o.*f.field = a.up_flags.at(f.flag) != f.negates;
 		if (int moved = qn::place_rxe_hosts(*t))
 			std::fprintf(stderr, "topo up: this kernel's rdma_rxe works only in the initial namespace: %d rxe "
 					     "host(s) put there (stack=rxe-initns, docs/agent.md)\n", moved);

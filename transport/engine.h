@@ -387,8 +387,8 @@ public:
 	// returned handle go a -> b; `peer(h)` posts b -> a.
 	Result<QpHandle> connect(const std::string &a, const std::string &b, const QpOptions &o);
 	QpHandle peer(QpHandle h) const;
-	// Queue a message (from any thread: a shard's callback, `tick`, or the caller outside a
-	// run). Return: its msn on that QP.
+	// Queue a message: from a callback or `tick` (on any shard's thread: the engine's lock
+	// orders them), or from the caller outside a run. Return: its msn on that QP.
 	uint64_t post(QpHandle h, Message m);
 	// A static rate limit (0 = none) under the controller's rate, and a window (0 = none) of a QP.
 	void set_rate(QpHandle h, uint64_t bps);

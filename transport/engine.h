@@ -390,7 +390,8 @@ public:
 	// Queue a message: from a callback or `tick` (on any shard's thread: the engine's lock
 	// orders them), or from the caller outside a run. Return: its msn on that QP.
 	uint64_t post(QpHandle h, Message m);
-	// A static rate limit (0 = none) under the controller's rate, and a window (0 = none) of a QP.
+	// A static rate limit (0 = none) under the controller's rate, and a window (0 = none) of a
+	// QP; from the same places as post(), and applied on the QP's shard in the same order.
 	void set_rate(QpHandle h, uint64_t bps);
 	void set_window(QpHandle h, uint64_t bytes);
 
@@ -491,6 +492,9 @@ private:
 	Status open_shards(const Dilation &d, PortPool *pool, const Clock *fake);
 	void wire_callbacks();
 	uint64_t drain_inbox(size_t k);
+	// Run `f` on the shard that serves QP h: at once when the caller is that shard's thread (or
+	// no run is on) and its inbox is empty, else through its inbox (in order, then woken).
+	void on_shard_of(QpHandle h, std::function<void(Shard &)> f);
 	Shard &owner() const { return *shards_[0]; }
 	Shard &of(QpHandle h) const { return *shards_[qps_[h].shard]; }
 

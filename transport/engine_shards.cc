@@ -492,21 +492,7 @@ uint64_t Engine::post(QpHandle h, Message m)
 {
 	QpRef &r = qps_[h];
 	const uint64_t msn = r.posted++; // every post passes here, in order (under the lock in run())
-	Inbox *in = inbox_.empty() ? nullptr : inbox_[r.shard].get();
-	const bool own = !running_ || (t_engine == this && t_shard == int(r.shard));
-	if (own && (!in || !in->any.load(std::memory_order_acquire))) {
-		of(h).post(r.local, std::move(m));
-		return msn;
-	}
-	{ // another shard's QP, or its own with posts still queued (they go first)
-		std::lock_guard<std::mutex> g(in->mu);
-		in->q.push_back([l = r.local, m = std::move(m)](Shard &s) mutable { s.post(l, std::move(m)); });
-		in->any.store(true, std::memory_order_release);
-	}
-	if (in->efd >= 0) {
-		const uint64_t one = 1;
-		[[maybe_unused]] ssize_t w = write(in->efd, &one, sizeof(one));
-	}
+	on_shard_of(h, [l = r.local, m = std::move(m)](Shard &s) mutable { s.post(l, std::move(m)); });
 	return msn;
 }
 
@@ -532,8 +518,35 @@ uint64_t Engine::drain_inbox(size_t k)
 	return UINT64_MAX;
 }
 
-void Engine::set_rate(QpHandle h, uint64_t bps) { of(h).set_rate(qps_[h].local, bps); }
-void Engine::set_window(QpHandle h, uint64_t bytes) { of(h).set_window(qps_[h].local, bytes); }
+void Engine::on_shard_of(QpHandle h, std::function<void(Shard &)> f)
+{
+	const QpRef &r = qps_[h];
+	Inbox *in = inbox_.empty() ? nullptr : inbox_[r.shard].get();
+	const bool own = !running_ || (t_engine == this && t_shard == int(r.shard));
+	if (own && (!in || !in->any.load(std::memory_order_acquire))) {
+		f(of(h));
+		return;
+	}
+	{ // another shard's QP (or its own with work still queued, which goes first)
+		std::lock_guard<std::mutex> g(in->mu);
+		in->q.push_back(std::move(f));
+		in->any.store(true, std::memory_order_release);
+	}
+	if (in->efd >= 0) {
+		const uint64_t one = 1;
+		[[maybe_unused]] ssize_t w = write(in->efd, &one, sizeof(one));
+	}
+}
+
+void Engine::set_rate(QpHandle h, uint64_t bps)
+{
+	on_shard_of(h, [l = qps_[h].local, bps](Shard &s) { s.set_rate(l, bps); });
+}
+
+void Engine::set_window(QpHandle h, uint64_t bytes)
+{
+	on_shard_of(h, [l = qps_[h].local, bytes](Shard &s) { s.set_window(l, bytes); });
+}
 
 void Engine::run(const std::function<bool()> &done, uint64_t until_ns, const std::function<uint64_t(uint64_t)> &tick)
 {

@@ -436,14 +436,6 @@ const HostCounters &Shard::host_counters(const std::string &host)
 	return h.c;
 }
 
-std::vector<std::string> Shard::host_names() const
-{
-	std::vector<std::string> v;
-	for (const auto &h : hosts_)
-		v.push_back(h->name);
-	return v;
-}
-
 const SenderStats &Shard::sender_stats(QpHandle h) const { return qps_[h]->snd.stats(); }
 cc::CounterList Shard::cc_counters(QpHandle h) const { return qps_[h]->ctl->counters(); }
 const ReceiverStats &Shard::receiver_stats(QpHandle h) const { return qps_[h]->rcv.stats(); }

@@ -94,10 +94,8 @@ bool engine_serves(const EngineOptions &o, const std::string &name)
 
 namespace {
 
-// Per node of the fabric: the shard whose hosts are nearest (-1: a tie, or no host reaches it).
-// Hosts vote for their shard; a node takes the votes of its neighbours one hop nearer to the
-// hosts (breadth first from every host at once; hosts do not forward).
-std::vector<int> home_shards(const EngineDesc &d, const std::vector<int> &host_shard, size_t n)
+// Per node of the fabric: its neighbours (every link both ways; links naming no node skipped).
+std::vector<std::vector<size_t>> neighbours(const EngineDesc &d)
 {
 	const size_t nodes = d.nodes.size();
 	std::vector<std::vector<size_t>> adj(nodes);
@@ -106,6 +104,16 @@ std::vector<int> home_shards(const EngineDesc &d, const std::vector<int> &host_s
 			adj[size_t(l.a)].push_back(size_t(l.b));
 			adj[size_t(l.b)].push_back(size_t(l.a));
 		}
+	return adj;
+}
+
+// Per node of the fabric: the shard whose hosts are nearest (-1: a tie, or no host reaches it).
+// Hosts vote for their shard; a node takes the votes of its neighbours one hop nearer to the
+// hosts (breadth first from every host at once; hosts do not forward).
+std::vector<int> home_shards(const EngineDesc &d, const std::vector<int> &host_shard, size_t n)
+{
+	const size_t nodes = d.nodes.size();
+	const std::vector<std::vector<size_t>> adj = neighbours(d);
 	std::vector<int> dist(nodes, -1);
 	std::vector<std::vector<uint64_t>> votes(nodes, std::vector<uint64_t>(n, 0));
 	std::vector<size_t> layer;
@@ -230,14 +238,9 @@ std::function<uint64_t(const std::string &, const std::string &)> flow_shards(co
 	};
 	auto p = std::make_shared<Paths>();
 	p->nodes = d.nodes.size();
-	p->adj.resize(p->nodes);
+	p->adj = neighbours(d);
 	for (const FabricNode &n : d.nodes)
 		p->host.push_back(n.host);
-	for (const FabricLink &l : d.links)
-		if (l.a >= 0 && l.b >= 0 && size_t(l.a) < p->nodes && size_t(l.b) < p->nodes) {
-			p->adj[size_t(l.a)].push_back(size_t(l.b));
-			p->adj[size_t(l.b)].push_back(size_t(l.a));
-		}
 	for (size_t i = 0; i < d.hosts.size() && i < plan.host.size(); i++)
 		if (plan.host[i] >= 0 && d.hosts[i].node >= 0 && size_t(d.hosts[i].node) < p->nodes)
 			p->host_of[d.hosts[i].name] = {size_t(d.hosts[i].node), plan.host[i]};
@@ -406,24 +409,23 @@ Status Engine::open_shards(const Dilation &d, PortPool *pool, const Clock *fake)
 
 void Engine::wire_callbacks()
 {
+	// A shard's callback calls the caller's with the engine's handle, under the lock when
+	// several shards run at once.
 	const bool lock = shards_.size() > 1;
+	auto relay = [this, lock](auto Engine::*user, size_t k) {
+		return [this, lock, user, k](QpHandle l, const auto &arg) {
+			const auto &f = this->*user;
+			if (!f)
+				return;
+			if (!lock)
+				return f(global_[k][l], arg);
+			std::lock_guard<std::mutex> g(cb_mu_);
+			f(global_[k][l], arg);
+		};
+	};
 	for (size_t k = 0; k < shards_.size(); k++) {
-		shards_[k]->on_complete = [this, k, lock](QpHandle l, const Completion &c) {
-			if (!on_complete)
-				return;
-			if (!lock)
-				return on_complete(global_[k][l], c);
-			std::lock_guard<std::mutex> g(cb_mu_);
-			on_complete(global_[k][l], c);
-		};
-		shards_[k]->on_deliver = [this, k, lock](QpHandle l, const Delivery &d) {
-			if (!on_deliver)
-				return;
-			if (!lock)
-				return on_deliver(global_[k][l], d);
-			std::lock_guard<std::mutex> g(cb_mu_);
-			on_deliver(global_[k][l], d);
-		};
+		shards_[k]->on_complete = relay(&Engine::on_complete, k);
+		shards_[k]->on_deliver = relay(&Engine::on_deliver, k);
 	}
 }
 

@@ -64,7 +64,6 @@ public:
 	bool topology_gone() const { return topology_gone_; }
 	const DilatedClock &clock() const { return clock_; }
 	const EngineOptions &options() const { return opt_; }
-	const ShardRole &role() const { return role_; }
 
 	// Called on this shard's thread with its local handles.
 	std::function<void(QpHandle, const Completion &)> on_complete;
@@ -78,7 +77,6 @@ public:
 	Health health(const IntervalSet &other_stalls = {});
 	const IntervalSet &stalls() const { return stalled_; }
 	const HostCounters &host_counters(const std::string &host);
-	std::vector<std::string> host_names() const;
 	const SenderStats &sender_stats(QpHandle h) const;
 	cc::CounterList cc_counters(QpHandle h) const;
 	const ReceiverStats &receiver_stats(QpHandle h) const;
@@ -113,9 +111,6 @@ public:
 	const std::vector<RatePoint> &trace(QpHandle h) const { return qps_[h]->trace_points; }
 	std::string cc_describe(QpHandle h) const { return qps_[h]->cc_describe; }
 	size_t cable_count() const { return cables_.size(); }
-	size_t host_count() const { return hosts_.size(); }
-	uint32_t frames_per_port() const { return opt_.frames_per_port; }
-	const EngineDesc &desc() const { return desc_; }
 
 private:
 	struct Held {

@@ -840,19 +840,23 @@ TEST_CASE("engine__plan_shards_splits_hosts_and_cables_evenly_and_whole", "[engi
 		CHECK(p.host == std::vector<int>{0, 0, 0, 0, 0, 1, 1, 1, 1});
 		CHECK(p.cable.empty());
 	}
-	SECTION("a k=4 fat-tree with cables: 8 hosts and 16 cables each, every cable on one shard")
-	{
-		FatTreeSpec fs; // k=4, 1 us cables between switches
+	// k=4 with 1 us cables between switches. Without probes the description names no cable:
+	// one per switch-to-switch link, as `topo up` makes them for links with a delay.
+	auto k4_with_cables = [&] {
+		FatTreeSpec fs;
 		auto text = fattree_text(fs);
 		REQUIRE(text.ok());
 		EngineDesc d = desc(*text);
-		// (without probes the description names no cable: one per switch-to-switch link, as
-		// `topo up` makes them for links with a delay)
 		for (size_t i = 0; i < d.links.size(); i++) {
 			const FabricLink &l = d.links[i];
 			if (!d.nodes[size_t(l.a)].host && !d.nodes[size_t(l.b)].host)
 				d.cables.push_back(CableDesc{d.nodes[size_t(l.a)].name + "-" + d.nodes[size_t(l.b)].name, int(i)});
 		}
+		return d;
+	};
+	SECTION("a k=4 fat-tree with cables: 8 hosts and 16 cables each, every cable on one shard")
+	{
+		const EngineDesc d = k4_with_cables();
 		REQUIRE(d.hosts.size() == 16);
 		REQUIRE(d.cables.size() == 32);
 		const ShardPlan p = plan_shards(d, std::vector<bool>(d.hosts.size(), true), 2);
@@ -876,15 +880,7 @@ TEST_CASE("engine__plan_shards_splits_hosts_and_cables_evenly_and_whole", "[engi
 	}
 	SECTION("which shards a flow meets: its endpoints' and its shortest paths' cables")
 	{
-		FatTreeSpec fs;
-		auto text = fattree_text(fs);
-		REQUIRE(text.ok());
-		EngineDesc d = desc(*text);
-		for (size_t i = 0; i < d.links.size(); i++) {
-			const FabricLink &l = d.links[i];
-			if (!d.nodes[size_t(l.a)].host && !d.nodes[size_t(l.b)].host)
-				d.cables.push_back(CableDesc{d.nodes[size_t(l.a)].name + "-" + d.nodes[size_t(l.b)].name, int(i)});
-		}
+		EngineDesc d = k4_with_cables();
 		const ShardPlan p = plan_shards(d, std::vector<bool>(d.hosts.size(), true), 2);
 		auto of = flow_shards(d, p);
 		// h1..h8 (pods 1, 2) on shard 0, h9..h16 (pods 3, 4) on shard 1; a pod's cables with it
